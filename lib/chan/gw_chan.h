@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gw_chan: the shared-memory channel between one client and its gateway.
+ *
+ * One memfd region per client connection, created by the gateway and handed
+ * to the client over the control socket. It holds two directions, each an
+ * rte_ring of 16-byte descriptors (initialised in place by the gateway) and
+ * a byte arena for the payloads:
+ *
+ *   [gw_chan_shm header | TX ring | TX arena | RX ring | RX arena]
+ *
+ * TX (client -> gateway): the client copies a payload into the arena at
+ * its head position (skipping to the start rather than wrapping a payload)
+ * and enqueues a descriptor; the gateway validates it, packs the payload
+ * into a frame and then publishes tx_tail so the client may reuse the
+ * bytes. RX (gateway -> client) is the mirror image.
+ *
+ * Trust: the gateway never reads the header back; it keeps its own copy of
+ * the layout in struct gw_chan, masks every arena position and checks every
+ * length before use. A client that scribbles on its region can only lose
+ * its own messages. Both rings are single-producer/single-consumer, whose
+ * code has no retry loops a client could make spin.
+ *
+ * Sleeping: a side that wants to block sets its *_wait flag and waits on an
+ * eventfd; the other side signals the eventfd when it sees the flag.
+ */
+#ifndef GW_CHAN_H
+#define GW_CHAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define GW_CHAN_MAGIC 0x4e414843u /* "CHAN" */
+#define GW_CHAN_VERSION 1
+#define GW_MAX_NODES 256
+#define GW_CHAN_BURST 32
+
+struct rte_ring;
+
+/* A descriptor, the element of both rings. */
+struct gw_chan_desc {
+	uint32_t pos;  /* arena position of the payload (free-running) */
+	uint16_t len;  /* payload bytes */
+	uint16_t node; /* TX: destination node; RX: source node */
+	uint32_t ep;   /* destination endpoint id */
+	uint16_t chan; /* RX: sender channel on the source node */
+	uint16_t kind; /* RX: GW_RK_MSG or GW_RK_REJECT */
+};
+
+/* Payload of an RX descriptor of kind GW_RK_REJECT. */
+struct gw_chan_reject {
+	int32_t err;     /* negative errno: why it was not delivered */
+	uint32_t msg_id; /* the sender's message number (0 = first send) */
+};
+
+struct gw_chan_shm {
+	uint32_t magic, version;
+	uint32_t chan_id, node_id;
+	uint32_t size, msg_max;
+	uint32_t ring_count;
+	uint32_t tx_ring_off, tx_arena_off, tx_arena_size;
+	uint32_t rx_ring_off, rx_arena_off, rx_arena_size;
+	uint64_t nodes_up[GW_MAX_NODES / 64]; /* written by the gateway */
+	/* TX arena bytes before tx_tail may be reused by the client. */
+	alignas(64) volatile uint32_t tx_tail;
+	volatile uint32_t tx_wait;
+	alignas(64) volatile uint32_t rx_tail;
+	volatile uint32_t rx_wait;
+};
+
+/* Sizing of a new channel. */
+struct gw_chan_params {
+	uint32_t ring_count; /* descriptors per direction, power of two */
+	uint32_t arena_size; /* bytes per direction, power of two */
+	uint32_t msg_max;    /* largest payload */
+};
+
+/* One end of a channel, private to its process. */
+struct gw_chan {
+	uint8_t *base;
+	uint32_t size;
+	uint32_t chan_id;
+	uint32_t msg_max;
+	int memfd;
+	int efd_rx; /* signalled when RX has data for a sleeping client */
+	int efd_tx; /* signalled when TX has room for a sleeping client */
+	struct gw_chan_shm *shm;
+	struct rte_ring *tx_ring, *rx_ring;
+	uint8_t *tx_arena, *rx_arena;
+	uint32_t tx_mask, rx_mask;
+	uint32_t head; /* producer's arena position (TX for clients, RX for the gateway) */
+	uint32_t msgs; /* messages consumed (gateway TX) or sent (client) */
+	/* gateway side: descriptors taken from the TX ring, not yet consumed */
+	struct gw_chan_desc cache[GW_CHAN_BURST];
+	uint16_t cache_n, cache_i;
+	bool broken; /* the client wrote an invalid descriptor */
+};
+
+/* A message as the gateway reads it from a TX ring. */
+struct gw_chan_msg {
+	const uint8_t *data;
+	uint16_t len;
+	uint16_t node;
+	uint32_t ep;
+	uint32_t msg_id;
+};
+
+/* --- gateway side (gw_chan_gw.c, links librte_ring) --- */
+
+/* Create a region and its eventfds; rings are initialised in place. */
+int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
+		   const struct gw_chan_params *p);
+void gw_chan_destroy(struct gw_chan *c);
+
+/*
+ * Look at up to max waiting messages without consuming them. Every
+ * descriptor is checked; an invalid one marks the channel broken and ends
+ * the run (returns what was valid before it). Returns the count.
+ */
+unsigned gw_chan_peek(struct gw_chan *c, struct gw_chan_msg *out, unsigned max);
+
+/* The first n peeked messages are packed: free their arena bytes. */
+void gw_chan_consume(struct gw_chan *c, unsigned n);
+
+/*
+ * Deliver one message into the client's RX ring. -ENOBUFS when the ring or
+ * arena is full (the client is not reading), -EMSGSIZE if it never fits.
+ */
+int gw_chan_deliver(struct gw_chan *c, const struct gw_chan_desc *d, const void *data,
+		    const void *data2, uint16_t len2);
+
+/* After a run of deliveries: wake the client if it sleeps. */
+void gw_chan_notify(struct gw_chan *c);
+
+/* --- client side (gw_chan_client.c, rte_ring inline functions only) --- */
+
+/* Map a region received from the gateway and check its layout. */
+int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx);
+void gw_chan_detach(struct gw_chan *c);
+
+/* Copy one message in; -EAGAIN when full, -EMSGSIZE when too big. */
+int gw_chan_send(struct gw_chan *c, uint16_t node, uint32_t ep, const void *buf, uint32_t len);
+
+/* Next received descriptor and its payload; -EAGAIN when empty. */
+int gw_chan_recv(struct gw_chan *c, struct gw_chan_desc *d, const uint8_t **data);
+/* Release what gw_chan_recv returned. */
+void gw_chan_recv_done(struct gw_chan *c, const struct gw_chan_desc *d);
+
+/* Sleep until RX has data (or TX has room, for_tx) or timeout_ms passes (-1 = forever). */
+int gw_chan_wait(struct gw_chan *c, bool for_tx, int timeout_ms);
+
+#endif

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gw_config: the gateway's INI file (read with rte_cfgfile) to a checked
+ * struct. Every key has a default that works on a small machine; a bad
+ * value is refused with one line naming the key and what is allowed.
+ *
+ * Overrides given on the command line as "section.key=value" win over the
+ * file. config/gridwire.ini documents every key.
+ */
+#ifndef GW_CONFIG_H
+#define GW_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gw_wire.h"
+
+#define GW_CONFIG_MAX_MEMBERS 4
+#define GW_CONFIG_MAX_PEERS 64
+#define GW_IFNAME_MAX 16
+#define GW_PATH_MAX 108 /* sun_path */
+
+enum gw_idle_strategy {
+	GW_IDLE_SPIN = 0,    /* never sleep: lowest latency, owns a core */
+	GW_IDLE_BACKOFF = 1, /* spin, then yield, then sleeps up to sleep_max_us */
+};
+
+enum gw_port_kind {
+	GW_PORT_AF_PACKET = 0, /* one member, no bonding */
+	GW_PORT_BOND = 1,      /* net_bonding over af_packet members */
+};
+
+struct gw_config {
+	/* [eal] */
+	char eal_args[512];
+	/* [node] */
+	uint16_t node_id;        /* 1..GW_MAX_NODES-1 */
+	char node_name[GW_NAME_MAX];
+	char socket_path[GW_PATH_MAX];
+	uint16_t peers[GW_CONFIG_MAX_PEERS]; /* allowed peer ids; none = any */
+	unsigned npeers;
+	/* [port] */
+	enum gw_port_kind port_kind;
+	char members[GW_CONFIG_MAX_MEMBERS][GW_IFNAME_MAX];
+	unsigned nmembers;
+	unsigned bond_mode;      /* 0, 2 or 4 */
+	unsigned mtu;            /* IP MTU, 1500..9000 */
+	uint32_t ip;             /* host order */
+	uint16_t udp_port;
+	unsigned mbufs;
+	/* [proto] */
+	unsigned window;         /* frames in flight per lane, power of two <= 256 */
+	unsigned rto_min_us, rto_max_us;
+	unsigned batch_max;      /* records per frame; 0 = as many as fit, 1 = batching off */
+	unsigned hello_ms;
+	unsigned peer_timeout_ms;
+	/* [chan] */
+	unsigned ring_count;     /* descriptors per direction, power of two */
+	unsigned arena_kb;       /* arena per direction, power of two */
+	unsigned msg_max;
+	unsigned clients_max;
+	unsigned dest_block_ms;  /* a full destination ring rejects after this long */
+	/* [idle] */
+	enum gw_idle_strategy idle;
+	unsigned spin_polls, yield_polls, sleep_max_us;
+};
+
+/* The built-in defaults (what an empty file gives). */
+void gw_config_defaults(struct gw_config *cfg);
+
+/*
+ * Load path (NULL: defaults only), then apply overrides ("section.key=value").
+ * On error returns a negative errno and writes one line to err: the key,
+ * the bad value and what is allowed.
+ */
+int gw_config_load(struct gw_config *cfg, const char *path, char *const *overrides,
+		   unsigned noverrides, char *err, size_t errlen);
+
+/* Largest payload a record may carry with this MTU. */
+unsigned gw_config_payload_max(const struct gw_config *cfg);
+
+#endif

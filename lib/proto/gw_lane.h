@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gw_lane: the reliable-lane state machine (pure C, no DPDK, no clock).
+ *
+ * A lane is one sender's stream of DATA frames to one peer, numbered by seq.
+ * The sending half keeps every frame until the receiver says it is delivered
+ * (cumulative ack), retransmits on timeout and on gaps that the selective
+ * ack reveals, and holds at most `win` frames: a full window is the
+ * backpressure that stops the batcher draining client channels.
+ *
+ * The receiving half holds frames that arrive early, hands them out strictly
+ * in order, suppresses duplicates and builds acks. A frame counts as
+ * delivered (and so cumulatively acked) only after the caller pops it, i.e.
+ * once every record is in its destination ring. SACK bits mean "held", not
+ * "delivered": they only spare retransmissions.
+ *
+ * Frames are opaque handles (an mbuf, a test buffer); time is a caller
+ * supplied nanosecond count. Both halves call `release` for frames they drop.
+ */
+#ifndef GW_LANE_H
+#define GW_LANE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gw_wire.h"
+
+#define GW_LANE_WIN_MAX GW_SACK_BITS
+
+typedef void (*gw_lane_release_t)(void *frame, void *ctx);
+
+struct gw_lane_slot {
+	void *frame;
+	uint64_t sent_ns; /* last (re)transmission */
+	uint64_t rto_ns;  /* current timeout of this frame, doubled per retransmit */
+	uint16_t nsent;
+	bool sacked;
+};
+
+struct gw_lane_tx {
+	uint32_t epoch;
+	uint32_t una; /* oldest unacknowledged seq */
+	uint32_t nxt; /* next seq to assign */
+	uint32_t win; /* power of two, at most GW_LANE_WIN_MAX */
+	uint64_t rto_min_ns, rto_max_ns;
+	uint64_t srtt_ns; /* smoothed round trip of frames sent once */
+	struct gw_lane_slot *slots;
+	gw_lane_release_t release;
+	void *ctx;
+	/* counters */
+	uint64_t frames, retrans, acks, bad_acks;
+};
+
+struct gw_lane_rx {
+	bool active;
+	uint32_t epoch; /* of the sender this state belongs to */
+	uint32_t next;  /* next seq to deliver */
+	uint32_t win;
+	uint32_t cursor; /* records of the head frame already delivered */
+	bool ack_due;
+	void **held;
+	gw_lane_release_t release;
+	void *ctx;
+	/* counters */
+	uint64_t frames, dups, out_of_window, resets;
+};
+
+/* Results of gw_lane_rx_accept. */
+enum gw_lane_rx_verdict {
+	GW_RX_STORED = 0,   /* the lane now owns the frame */
+	GW_RX_DUP = 1,      /* already delivered or held: caller frees it */
+	GW_RX_BEYOND = 2,   /* past the window: caller frees it, it will come again */
+};
+
+int gw_lane_tx_init(struct gw_lane_tx *tx, uint32_t win, uint32_t epoch, uint64_t rto_min_ns,
+		    uint64_t rto_max_ns, gw_lane_release_t release, void *ctx);
+/* Release every frame still held. */
+void gw_lane_tx_fini(struct gw_lane_tx *tx);
+
+static inline bool gw_lane_tx_open(const struct gw_lane_tx *tx)
+{
+	return tx->nxt - tx->una < tx->win;
+}
+
+static inline uint32_t gw_lane_tx_inflight(const struct gw_lane_tx *tx)
+{
+	return tx->nxt - tx->una;
+}
+
+/*
+ * Take ownership of a frame built with seq = tx->nxt and base = tx->una and
+ * just transmitted at now. The window must be open. Returns its seq.
+ */
+uint32_t gw_lane_tx_push(struct gw_lane_tx *tx, void *frame, uint64_t now);
+
+/*
+ * Apply an ack. Releases the frames it covers and returns how many, or
+ * -EINVAL for an ack of another epoch or outside [una, nxt] (counted).
+ */
+int gw_lane_tx_ack(struct gw_lane_tx *tx, const struct gw_ack *ack, uint64_t now);
+
+/*
+ * Frames to transmit again now: unacked frames whose timeout expired, and
+ * holes below a selectively acked frame that were last sent more than a
+ * round trip ago. Marks them sent at now. Returns how many went into out.
+ */
+unsigned gw_lane_tx_due(struct gw_lane_tx *tx, uint64_t now, void **out, unsigned max);
+
+/* Earliest time at which gw_lane_tx_due may return something (UINT64_MAX if idle). */
+uint64_t gw_lane_tx_next_deadline(const struct gw_lane_tx *tx);
+
+int gw_lane_rx_init(struct gw_lane_rx *rx, uint32_t win, gw_lane_release_t release, void *ctx);
+void gw_lane_rx_fini(struct gw_lane_rx *rx);
+
+/*
+ * Offer a checked DATA frame. A new epoch resets the lane (the sender
+ * restarted); base moves delivery past frames the sender knows were acked.
+ */
+enum gw_lane_rx_verdict gw_lane_rx_accept(struct gw_lane_rx *rx, const struct gw_hdr *h,
+					  void *frame);
+
+/* The frame to deliver next, or NULL while it has not arrived. */
+static inline void *gw_lane_rx_head(const struct gw_lane_rx *rx)
+{
+	return rx->active ? rx->held[rx->next & (rx->win - 1)] : NULL;
+}
+
+/* The head frame is fully delivered: release it and move on. */
+void gw_lane_rx_pop(struct gw_lane_rx *rx);
+
+/* Fill an ack for the current state and clear ack_due. */
+void gw_lane_rx_ack(struct gw_lane_rx *rx, struct gw_ack *ack);
+
+#endif

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gw_wire: the gridwire frame and record codec (pure C, no DPDK).
+ *
+ * A frame is Ethernet + IPv4 + UDP + a gridwire header + a payload. For a
+ * DATA frame the payload is a run of length-prefixed records; for an ACK it
+ * is a cumulative ack plus a selective-ack bitmap; for a HELLO it is the
+ * sender's name. doc/protocol.md has the byte layout. The gridwire header
+ * and records are little-endian; Ethernet/IP/UDP use network order so that
+ * standard tools, NIC RSS and bond l34 hashing read them.
+ */
+#ifndef GW_WIRE_H
+#define GW_WIRE_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GW_WIRE_MAGIC 0x5747u /* "GW" little-endian */
+#define GW_WIRE_VERSION 1
+
+#define GW_ETH_HLEN 14
+#define GW_IP_HLEN 20
+#define GW_UDP_HLEN 8
+#define GW_OUTER_HLEN (GW_ETH_HLEN + GW_IP_HLEN + GW_UDP_HLEN)
+#define GW_HDR_LEN 32
+#define GW_REC_HLEN 16
+#define GW_FRAME_MIN (GW_OUTER_HLEN + GW_HDR_LEN)
+/* Largest frame the codec accepts: a 9000-byte IP MTU plus Ethernet. */
+#define GW_FRAME_MAX (9000 + GW_ETH_HLEN)
+#define GW_NAME_MAX 32
+
+enum gw_frame_type {
+	GW_FT_DATA = 1,
+	GW_FT_ACK = 2,
+	GW_FT_HELLO = 3,
+};
+
+enum gw_rec_kind {
+	GW_RK_MSG = 1,    /* a message for endpoint dst_ep */
+	GW_RK_REJECT = 2, /* a message of src_chan/msg_id could not be delivered */
+};
+
+/* Addresses of one end of a link: what the outer headers carry. */
+struct gw_addr {
+	uint8_t mac[6];
+	uint32_t ip; /* host order */
+	uint16_t port;
+};
+
+/* Decoded gridwire header. */
+struct gw_hdr {
+	uint8_t type;
+	uint16_t src_node;
+	uint16_t dst_node;
+	uint16_t lane;
+	uint16_t nrec;
+	uint32_t epoch; /* sender instance; a new one means the sender restarted */
+	uint32_t seq;   /* DATA: frame sequence number within the lane */
+	uint32_t base;  /* DATA: every seq below base is acknowledged (sender's una) */
+	uint32_t len;   /* payload bytes after the header */
+};
+
+/* One record inside a DATA frame. */
+struct gw_rec {
+	uint8_t kind;
+	uint16_t len;      /* payload bytes */
+	uint32_t dst_ep;   /* endpoint id on the destination node */
+	uint16_t src_chan; /* sender channel on the source node */
+	uint32_t msg_id;   /* sender's message number, echoed in a REJECT */
+	const uint8_t *data;
+};
+
+/* ACK payload: all seq < cum delivered; bit i of sack means cum+1+i is held. */
+#define GW_SACK_BITS 256
+struct gw_ack {
+	uint32_t acked_epoch; /* epoch of the DATA sender being acknowledged */
+	uint32_t cum;
+	uint16_t nbits;
+	uint8_t sack[GW_SACK_BITS / 8];
+};
+
+/* HELLO payload. */
+struct gw_hello {
+	uint32_t caps;
+	uint16_t interval_ms;
+	char name[GW_NAME_MAX];
+};
+
+/* Error codes of gw_wire_parse, all negative errno values. */
+#define GW_EWIRE_SHORT (-EMSGSIZE)     /* truncated outer headers or payload */
+#define GW_EWIRE_NOTGW (-EPROTONOSUPPORT) /* not IPv4/UDP to our port or bad magic */
+#define GW_EWIRE_VERSION (-EPROTO)     /* unknown version or frame type */
+#define GW_EWIRE_CRC (-EBADMSG)        /* CRC32C mismatch */
+
+uint32_t gw_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/*
+ * Write the outer headers and the gridwire header in front of a payload
+ * already placed at frame + GW_FRAME_MIN, and seal the frame with its CRC.
+ * Returns the total frame length.
+ */
+size_t gw_wire_seal(uint8_t *frame, const struct gw_addr *src, const struct gw_addr *dst,
+		    struct gw_hdr *hdr);
+
+/*
+ * Check and decode a frame: outer headers, magic, version, lengths and CRC.
+ * On success fills *hdr, sets *payload to the payload and returns 0;
+ * otherwise returns one of the GW_EWIRE_* codes. port is the UDP
+ * destination port gridwire listens on.
+ */
+int gw_wire_parse(const uint8_t *frame, size_t len, uint16_t port, struct gw_hdr *hdr,
+		  const uint8_t **payload, struct gw_addr *src);
+
+/* Append one record to a payload being built; -ENOSPC if it does not fit. */
+int gw_wire_rec_put(uint8_t *payload, size_t cap, size_t *used, const struct gw_rec *rec);
+
+/*
+ * Iterate records of a checked DATA payload: *off starts at 0. Returns 1 and
+ * fills *rec, 0 at the end, or -EBADMSG when a record overruns the payload.
+ */
+int gw_wire_rec_next(const uint8_t *payload, size_t len, size_t *off, struct gw_rec *rec);
+
+/* Encode/decode ACK and HELLO payloads. Encoders return payload length. */
+size_t gw_wire_ack_put(uint8_t *payload, const struct gw_ack *ack);
+int gw_wire_ack_get(const uint8_t *payload, size_t len, struct gw_ack *ack);
+size_t gw_wire_hello_put(uint8_t *payload, const struct gw_hello *h);
+int gw_wire_hello_get(const uint8_t *payload, size_t len, struct gw_hello *h);
+
+/* The error codes above as text, for logs and tools. */
+const char *gw_wire_strerror(int err);
+
+#endif
