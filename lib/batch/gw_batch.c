@@ -1,1 +1,123 @@
-/* to be written */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gw_batch: channels to frames; see gw_batch.h for the rule. */
+#include <errno.h>
+#include <string.h>
+
+#include "gw_batch.h"
+#include "gw_wire.h"
+
+void gw_batch_init(struct gw_batcher *b, const struct gw_batch_ops *ops, void *ctx,
+		   uint16_t max_rec, uint16_t quantum)
+{
+	memset(b, 0, sizeof(*b));
+	b->ops = ops;
+	b->ctx = ctx;
+	b->max_rec = max_rec ? max_rec : UINT16_MAX;
+	b->quantum = quantum ? quantum : 1;
+}
+
+static void ship(struct gw_batcher *b, struct gw_batch_frame *f)
+{
+	b->ops->ship(b->ctx, f);
+	b->frames++;
+	f->handle = NULL;
+}
+
+/* The open frame to node with room for a record of len bytes; NULL with
+ * *err set when the message has to wait (-EAGAIN) or be rejected. */
+static struct gw_batch_frame *frame_for(struct gw_batcher *b, uint16_t node, uint16_t len,
+					int *err)
+{
+	struct gw_batch_frame *f = &b->open[node];
+	if (f->handle) {
+		if (f->nrec < b->max_rec && f->used + GW_REC_HLEN + len <= f->cap)
+			return f;
+		ship(b, f);
+	}
+	*err = b->ops->open(b->ctx, node, f);
+	if (*err < 0) {
+		f->handle = NULL;
+		return NULL;
+	}
+	f->node = node;
+	f->used = 0;
+	f->nrec = 0;
+	if (!f->listed) {
+		f->listed = true;
+		b->open_nodes[b->nopen++] = node;
+	}
+	return f;
+}
+
+int gw_batch_add(struct gw_batcher *b, uint16_t node, const struct gw_rec *rec)
+{
+	int err = 0;
+	struct gw_batch_frame *f = frame_for(b, node, rec->len, &err);
+	if (!f)
+		return err;
+	err = gw_wire_rec_put(f->payload, f->cap, &f->used, rec);
+	if (err == 0)
+		f->nrec++;
+	return err;
+}
+
+/* Pack up to quantum messages of one channel; false if a window stopped it. */
+static bool drain(struct gw_batcher *b, struct gw_chan *c, unsigned *taken)
+{
+	struct gw_chan_msg m[GW_CHAN_BURST];
+	unsigned left = b->quantum;
+	while (left) {
+		unsigned n = gw_chan_peek(c, m, left < GW_CHAN_BURST ? left : GW_CHAN_BURST);
+		if (n == 0)
+			return true;
+		unsigned i;
+		for (i = 0; i < n; i++) {
+			int err = 0;
+			struct gw_batch_frame *f = frame_for(b, m[i].node, m[i].len, &err);
+			if (!f) {
+				if (err == -EAGAIN)
+					break;
+				b->ops->reject(b->ctx, c, &m[i], err);
+				b->rejects++;
+				continue;
+			}
+			struct gw_rec r = {
+				.kind = GW_RK_MSG, .len = m[i].len, .dst_ep = m[i].ep,
+				.src_chan = (uint16_t)c->chan_id, .msg_id = m[i].msg_id,
+				.data = m[i].data,
+			};
+			if (gw_wire_rec_put(f->payload, f->cap, &f->used, &r) < 0) {
+				/* Larger than a frame: msg_max should have stopped it. */
+				b->ops->reject(b->ctx, c, &m[i], -EMSGSIZE);
+				b->rejects++;
+				continue;
+			}
+			f->nrec++;
+		}
+		gw_chan_consume(c, i);
+		*taken += i;
+		left -= i;
+		if (i < n) {
+			b->full_stops++;
+			return false;
+		}
+	}
+	return true;
+}
+
+unsigned gw_batch_pass(struct gw_batcher *b, struct gw_chan *const *chans, unsigned nchans)
+{
+	unsigned taken = 0;
+	for (unsigned k = 0; k < nchans; k++)
+		drain(b, chans[k], &taken);
+	/* Never wait for a frame to fill: ship whatever this pass gathered. */
+	for (unsigned k = 0; k < b->nopen; k++) {
+		struct gw_batch_frame *f = &b->open[b->open_nodes[k]];
+		f->listed = false;
+		if (f->handle)
+			ship(b, f);
+	}
+	b->nopen = 0;
+	b->msgs += taken;
+	return taken;
+}

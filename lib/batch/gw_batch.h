@@ -18,10 +18,12 @@
 #ifndef GW_BATCH_H
 #define GW_BATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "gw_chan.h"
+#include "gw_wire.h"
 
 struct gw_batch_frame {
 	void *handle;     /* the caller's frame object */
@@ -29,6 +31,7 @@ struct gw_batch_frame {
 	size_t cap, used;
 	uint16_t nrec;
 	uint16_t node;
+	bool listed; /* in open_nodes for this pass */
 };
 
 struct gw_batch_ops {
@@ -39,7 +42,7 @@ struct gw_batch_ops {
 	 * -EHOSTUNREACH for an unknown node).
 	 */
 	int (*open)(void *ctx, uint16_t node, struct gw_batch_frame *f);
-	/* A frame is complete: send it. */
+	/* A frame is complete: send it (nrec may be 0 in rare cases: free it). */
 	void (*ship)(void *ctx, struct gw_batch_frame *f);
 	/* A message cannot be sent: tell its sender. */
 	void (*reject)(void *ctx, struct gw_chan *c, const struct gw_chan_msg *m, int err);
@@ -60,6 +63,12 @@ struct gw_batcher {
 
 void gw_batch_init(struct gw_batcher *b, const struct gw_batch_ops *ops, void *ctx,
 		   uint16_t max_rec, uint16_t quantum);
+
+/*
+ * Add one record of the gateway's own (e.g. a REJECT) to the open frame for
+ * node; it leaves with the next pass. -EAGAIN if the lane is full.
+ */
+int gw_batch_add(struct gw_batcher *b, uint16_t node, const struct gw_rec *rec);
 
 /* One pass over chans. Returns the number of messages taken. */
 unsigned gw_batch_pass(struct gw_batcher *b, struct gw_chan *const *chans, unsigned nchans);

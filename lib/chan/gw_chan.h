@@ -27,6 +27,7 @@
 #ifndef GW_CHAN_H
 #define GW_CHAN_H
 
+#include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -90,7 +91,8 @@ struct gw_chan {
 	uint32_t tx_mask, rx_mask;
 	uint32_t head; /* producer's arena position (TX for clients, RX for the gateway) */
 	uint32_t msgs; /* messages consumed (gateway TX) or sent (client) */
-	/* gateway side: descriptors taken from the TX ring, not yet consumed */
+	uint32_t seen_tail; /* client: tx_tail when a send last found no room */
+	/* descriptors taken from the ring this end reads, not yet consumed */
 	struct gw_chan_desc cache[GW_CHAN_BURST];
 	uint16_t cache_n, cache_i;
 	bool broken; /* the client wrote an invalid descriptor */
@@ -126,8 +128,7 @@ void gw_chan_consume(struct gw_chan *c, unsigned n);
  * Deliver one message into the client's RX ring. -ENOBUFS when the ring or
  * arena is full (the client is not reading), -EMSGSIZE if it never fits.
  */
-int gw_chan_deliver(struct gw_chan *c, const struct gw_chan_desc *d, const void *data,
-		    const void *data2, uint16_t len2);
+int gw_chan_deliver(struct gw_chan *c, const struct gw_chan_desc *d, const void *data);
 
 /* After a run of deliveries: wake the client if it sleeps. */
 void gw_chan_notify(struct gw_chan *c);

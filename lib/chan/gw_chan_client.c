@@ -1,1 +1,151 @@
-/* to be written */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gw_chan, client side: maps a region, writes TX, reads RX. Uses only
+ * rte_ring's inline functions, so client processes need no DPDK runtime.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "gw_chan.h"
+
+static bool layout_ok(const struct gw_chan_shm *s, uint64_t size)
+{
+	uint64_t end_tx = (uint64_t)s->tx_arena_off + s->tx_arena_size;
+	uint64_t end_rx = (uint64_t)s->rx_arena_off + s->rx_arena_size;
+	return s->magic == GW_CHAN_MAGIC && s->version == GW_CHAN_VERSION && s->size == size &&
+	       s->tx_arena_size && !(s->tx_arena_size & (s->tx_arena_size - 1)) &&
+	       s->rx_arena_size && !(s->rx_arena_size & (s->rx_arena_size - 1)) &&
+	       s->tx_ring_off >= sizeof(*s) && s->tx_ring_off < s->tx_arena_off &&
+	       end_tx <= s->rx_ring_off && s->rx_ring_off < s->rx_arena_off && end_rx <= size &&
+	       s->msg_max <= s->tx_arena_size / 2;
+}
+
+int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx)
+{
+	struct stat st;
+	memset(c, 0, sizeof(*c));
+	if (fstat(memfd, &st) < 0)
+		return -errno;
+	if (st.st_size < (off_t)sizeof(struct gw_chan_shm) || st.st_size > UINT32_MAX)
+		return -EPROTO;
+	void *base = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (base == MAP_FAILED)
+		return -errno;
+	struct gw_chan_shm *s = base;
+	if (!layout_ok(s, st.st_size)) {
+		munmap(base, st.st_size);
+		return -EPROTO;
+	}
+	c->base = base;
+	c->size = (uint32_t)st.st_size;
+	c->shm = s;
+	c->chan_id = s->chan_id;
+	c->msg_max = s->msg_max;
+	c->memfd = memfd;
+	c->efd_rx = efd_rx;
+	c->efd_tx = efd_tx;
+	c->tx_ring = (struct rte_ring *)(c->base + s->tx_ring_off);
+	c->rx_ring = (struct rte_ring *)(c->base + s->rx_ring_off);
+	c->tx_arena = c->base + s->tx_arena_off;
+	c->rx_arena = c->base + s->rx_arena_off;
+	c->tx_mask = s->tx_arena_size - 1;
+	c->rx_mask = s->rx_arena_size - 1;
+	return 0;
+}
+
+void gw_chan_detach(struct gw_chan *c)
+{
+	if (c->base)
+		munmap(c->base, c->size);
+	if (c->memfd >= 0)
+		close(c->memfd);
+	if (c->efd_rx >= 0)
+		close(c->efd_rx);
+	if (c->efd_tx >= 0)
+		close(c->efd_tx);
+	memset(c, 0, sizeof(*c));
+	c->memfd = c->efd_rx = c->efd_tx = -1;
+}
+
+int gw_chan_send(struct gw_chan *c, uint16_t node, uint32_t ep, const void *buf, uint32_t len)
+{
+	if (len > c->msg_max)
+		return -EMSGSIZE;
+	if (node >= GW_MAX_NODES)
+		return -EINVAL;
+	uint32_t size = c->tx_mask + 1;
+	uint32_t tail = __atomic_load_n(&c->shm->tx_tail, __ATOMIC_ACQUIRE);
+	uint32_t off = c->head & c->tx_mask;
+	/* A payload never wraps: skip to the arena start instead. */
+	uint32_t pad = off + len > size ? size - off : 0;
+	if (size - (c->head - tail) < pad + len) {
+		c->seen_tail = tail;
+		return -EAGAIN;
+	}
+	struct gw_chan_desc d = {
+		.pos = c->head + pad, .len = (uint16_t)len, .node = node, .ep = ep,
+	};
+	memcpy(c->tx_arena + (d.pos & c->tx_mask), buf, len);
+	if (rte_ring_sp_enqueue_elem(c->tx_ring, &d, sizeof(d)) != 0) {
+		c->seen_tail = tail;
+		return -EAGAIN;
+	}
+	c->head = d.pos + len;
+	c->msgs++;
+	return 0;
+}
+
+int gw_chan_recv(struct gw_chan *c, struct gw_chan_desc *d, const uint8_t **data)
+{
+	if (c->cache_i == c->cache_n) {
+		c->cache_i = 0;
+		c->cache_n = (uint16_t)rte_ring_sc_dequeue_burst_elem(
+			c->rx_ring, c->cache, sizeof(struct gw_chan_desc), GW_CHAN_BURST, NULL);
+		if (c->cache_n == 0)
+			return -EAGAIN;
+	}
+	*d = c->cache[c->cache_i++];
+	uint32_t off = d->pos & c->rx_mask;
+	if (off + d->len > c->rx_mask + 1)
+		return -EPROTO;
+	*data = c->rx_arena + off;
+	return d->len;
+}
+
+void gw_chan_recv_done(struct gw_chan *c, const struct gw_chan_desc *d)
+{
+	__atomic_store_n(&c->shm->rx_tail, d->pos + d->len, __ATOMIC_RELEASE);
+}
+
+int gw_chan_wait(struct gw_chan *c, bool for_tx, int timeout_ms)
+{
+	volatile uint32_t *flag = for_tx ? &c->shm->tx_wait : &c->shm->rx_wait;
+	int fd = for_tx ? c->efd_tx : c->efd_rx;
+	*flag = 1;
+	/* Pairs with the gateway's fence: it sees the flag or we see its work. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	bool ready = for_tx ? c->shm->tx_tail != c->seen_tail
+			    : (c->cache_i < c->cache_n || rte_ring_count(c->rx_ring) > 0);
+	if (ready) {
+		*flag = 0;
+		return 0;
+	}
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int rc = poll(&p, 1, timeout_ms);
+	if (rc < 0)
+		return -errno;
+	if (rc == 0)
+		return -ETIMEDOUT;
+	eventfd_t v;
+	eventfd_read(fd, &v);
+	return 0;
+}

@@ -1,1 +1,201 @@
-/* to be written */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gw_chan, gateway side: creates regions, reads TX, writes RX. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "gw_chan.h"
+
+#define GW_CHAN_PAGE 4096u
+
+static inline bool is_pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static inline uint32_t align_up(uint32_t v, uint32_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
+		   const struct gw_chan_params *p)
+{
+	memset(c, 0, sizeof(*c));
+	c->memfd = c->efd_rx = c->efd_tx = -1;
+	if (!is_pow2(p->ring_count) || !is_pow2(p->arena_size) || p->msg_max == 0 ||
+	    p->msg_max > UINT16_MAX || p->msg_max > p->arena_size / 2)
+		return -EINVAL;
+	ssize_t rsz = rte_ring_get_memsize_elem(sizeof(struct gw_chan_desc), p->ring_count);
+	if (rsz < 0)
+		return (int)rsz;
+
+	uint32_t tx_ring = align_up(sizeof(struct gw_chan_shm), 64);
+	uint32_t tx_arena = align_up(tx_ring + (uint32_t)rsz, GW_CHAN_PAGE);
+	uint32_t rx_ring = tx_arena + p->arena_size;
+	uint32_t rx_arena = align_up(rx_ring + (uint32_t)rsz, GW_CHAN_PAGE);
+	uint64_t size = (uint64_t)rx_arena + p->arena_size;
+	if (size > UINT32_MAX)
+		return -E2BIG;
+
+	char name[32];
+	snprintf(name, sizeof(name), "gridwire-chan-%u", chan_id);
+	c->memfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (c->memfd < 0)
+		return -errno;
+	int rc = -errno;
+	if (ftruncate(c->memfd, (off_t)size) < 0)
+		goto fail;
+	/* The client gets this fd too: sealing its size keeps it from
+	 * shrinking the region under us, which would fault the gateway. */
+	if (fcntl(c->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto fail;
+	c->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, c->memfd, 0);
+	if (c->base == MAP_FAILED) {
+		c->base = NULL;
+		goto fail;
+	}
+	c->efd_rx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	c->efd_tx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->efd_rx < 0 || c->efd_tx < 0)
+		goto fail;
+
+	c->size = (uint32_t)size;
+	c->chan_id = chan_id;
+	c->msg_max = p->msg_max;
+	c->shm = (struct gw_chan_shm *)c->base;
+	c->tx_ring = (struct rte_ring *)(c->base + tx_ring);
+	c->rx_ring = (struct rte_ring *)(c->base + rx_ring);
+	c->tx_arena = c->base + tx_arena;
+	c->rx_arena = c->base + rx_arena;
+	c->tx_mask = c->rx_mask = p->arena_size - 1;
+
+	snprintf(name, sizeof(name), "gw-tx-%u", chan_id);
+	rc = rte_ring_init(c->tx_ring, name, p->ring_count, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (rc < 0)
+		goto fail_rc;
+	snprintf(name, sizeof(name), "gw-rx-%u", chan_id);
+	rc = rte_ring_init(c->rx_ring, name, p->ring_count, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (rc < 0)
+		goto fail_rc;
+
+	struct gw_chan_shm *s = c->shm;
+	s->chan_id = chan_id;
+	s->node_id = node_id;
+	s->size = c->size;
+	s->msg_max = p->msg_max;
+	s->ring_count = p->ring_count;
+	s->tx_ring_off = tx_ring;
+	s->tx_arena_off = tx_arena;
+	s->tx_arena_size = p->arena_size;
+	s->rx_ring_off = rx_ring;
+	s->rx_arena_off = rx_arena;
+	s->rx_arena_size = p->arena_size;
+	s->version = GW_CHAN_VERSION;
+	__atomic_store_n(&s->magic, GW_CHAN_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+fail:
+	rc = -errno;
+fail_rc:
+	gw_chan_destroy(c);
+	return rc;
+}
+
+void gw_chan_destroy(struct gw_chan *c)
+{
+	if (c->base)
+		munmap(c->base, c->size);
+	if (c->memfd >= 0)
+		close(c->memfd);
+	if (c->efd_rx >= 0)
+		close(c->efd_rx);
+	if (c->efd_tx >= 0)
+		close(c->efd_tx);
+	memset(c, 0, sizeof(*c));
+	c->memfd = c->efd_rx = c->efd_tx = -1;
+}
+
+unsigned gw_chan_peek(struct gw_chan *c, struct gw_chan_msg *out, unsigned max)
+{
+	if (c->broken)
+		return 0;
+	if (c->cache_i == c->cache_n) {
+		/* Descriptors are copied out of shared memory before they are
+		 * checked, so the client cannot change them after the check. */
+		c->cache_i = 0;
+		c->cache_n = (uint16_t)rte_ring_sc_dequeue_burst_elem(
+			c->tx_ring, c->cache, sizeof(struct gw_chan_desc), GW_CHAN_BURST, NULL);
+	}
+	unsigned n = 0;
+	for (unsigned i = c->cache_i; i < c->cache_n && n < max; i++, n++) {
+		const struct gw_chan_desc *d = &c->cache[i];
+		uint32_t off = d->pos & c->tx_mask;
+		if (d->len > c->msg_max || off + d->len > c->tx_mask + 1 ||
+		    d->node >= GW_MAX_NODES) {
+			c->broken = true;
+			break;
+		}
+		out[n].data = c->tx_arena + off;
+		out[n].len = d->len;
+		out[n].node = d->node;
+		out[n].ep = d->ep;
+		out[n].msg_id = c->msgs + n;
+	}
+	return n;
+}
+
+void gw_chan_consume(struct gw_chan *c, unsigned n)
+{
+	if (n == 0)
+		return;
+	const struct gw_chan_desc *last = &c->cache[c->cache_i + n - 1];
+	c->cache_i += n;
+	c->msgs += n;
+	__atomic_store_n(&c->shm->tx_tail, last->pos + last->len, __ATOMIC_RELEASE);
+	/* Pairs with the fence in gw_chan_wait: either the client sees the
+	 * new tail or we see its wait flag. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (c->shm->tx_wait) {
+		c->shm->tx_wait = 0;
+		eventfd_write(c->efd_tx, 1);
+	}
+}
+
+int gw_chan_deliver(struct gw_chan *c, const struct gw_chan_desc *d, const void *data)
+{
+	uint32_t len = d->len;
+	uint32_t size = c->rx_mask + 1;
+	if (len > c->msg_max)
+		return -EMSGSIZE;
+	/* rx_tail is the client's word: a bad value only makes its own
+	 * channel look full. */
+	uint32_t used = c->head - __atomic_load_n(&c->shm->rx_tail, __ATOMIC_ACQUIRE);
+	uint32_t off = c->head & c->rx_mask;
+	uint32_t pad = off + len > size ? size - off : 0;
+	if (used > size || size - used < pad + len || rte_ring_free_count(c->rx_ring) == 0)
+		return -ENOBUFS;
+	struct gw_chan_desc out = *d;
+	out.pos = c->head + pad;
+	memcpy(c->rx_arena + (out.pos & c->rx_mask), data, len);
+	if (rte_ring_sp_enqueue_elem(c->rx_ring, &out, sizeof(out)) != 0)
+		return -ENOBUFS;
+	c->head = out.pos + len;
+	return 0;
+}
+
+void gw_chan_notify(struct gw_chan *c)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (c->shm->rx_wait) {
+		c->shm->rx_wait = 0;
+		eventfd_write(c->efd_rx, 1);
+	}
+}

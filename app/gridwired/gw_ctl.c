@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The control role: clients connect over a Unix SOCK_SEQPACKET socket, get
+ * a channel, name endpoints, and are reclaimed when the socket closes (a
+ * crashed client's socket closes too) or when they break their channel.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "gw_ctl.h"
+#include "gw_gateway.h"
+
+#define GW_EP_MASK (GW_EP_TABLE - 1)
+
+struct gw_ep *gw_ctl_ep_find(struct gw_gateway *g, uint32_t id)
+{
+	for (uint32_t i = id & GW_EP_MASK;; i = (i + 1) & GW_EP_MASK) {
+		if (g->eps[i].id == id)
+			return &g->eps[i];
+		if (g->eps[i].id == 0)
+			return NULL;
+	}
+}
+
+static int ep_add(struct gw_gateway *g, const char *name, uint16_t chan_id)
+{
+	uint32_t id = gw_ctl_ep_id(name);
+	struct gw_ep *e = gw_ctl_ep_find(g, id);
+	if (e)
+		return e->chan_id == chan_id && !strcmp(e->name, name) ? 0 : -EEXIST;
+	if (g->neps >= GW_EP_TABLE / 2)
+		return -ENOSPC;
+	uint32_t i = id & GW_EP_MASK;
+	while (g->eps[i].id)
+		i = (i + 1) & GW_EP_MASK;
+	g->eps[i].id = id;
+	g->eps[i].chan_id = chan_id;
+	snprintf(g->eps[i].name, sizeof(g->eps[i].name), "%s", name);
+	g->neps++;
+	return 0;
+}
+
+/* Linear probing delete: shift later entries back so lookups still find them. */
+static void ep_del_at(struct gw_gateway *g, uint32_t i)
+{
+	g->eps[i].id = 0;
+	g->neps--;
+	for (uint32_t j = (i + 1) & GW_EP_MASK; g->eps[j].id; j = (j + 1) & GW_EP_MASK) {
+		uint32_t home = g->eps[j].id & GW_EP_MASK;
+		/* Move j into the hole when its home is not between hole and j. */
+		if (((j - home) & GW_EP_MASK) >= ((j - i) & GW_EP_MASK)) {
+			g->eps[i] = g->eps[j];
+			g->eps[j].id = 0;
+			i = j;
+		}
+	}
+}
+
+static int ep_del(struct gw_gateway *g, const char *name, uint16_t chan_id)
+{
+	struct gw_ep *e = gw_ctl_ep_find(g, gw_ctl_ep_id(name));
+	if (!e || e->chan_id != chan_id || strcmp(e->name, name))
+		return -ENOENT;
+	ep_del_at(g, (uint32_t)(e - g->eps));
+	return 0;
+}
+
+struct gw_chan *gw_ctl_chan(struct gw_gateway *g, uint16_t chan_id)
+{
+	uint16_t s = g->chan_slot[chan_id];
+	return s ? &g->clients[s - 1].chan : NULL;
+}
+
+void gw_ctl_nodes_up(struct gw_gateway *g, uint16_t node, bool up)
+{
+	for (unsigned i = 0; i < g->cfg->clients_max; i++) {
+		struct gw_client *cl = &g->clients[i];
+		if (!cl->used || !cl->chan.shm)
+			continue;
+		uint64_t bit = 1ull << (node % 64);
+		if (up)
+			__atomic_fetch_or(&cl->chan.shm->nodes_up[node / 64], bit, __ATOMIC_RELEASE);
+		else
+			__atomic_fetch_and(&cl->chan.shm->nodes_up[node / 64], ~bit, __ATOMIC_RELEASE);
+	}
+}
+
+int gw_ctl_open(struct gw_gateway *g)
+{
+	const char *path = g->cfg->socket_path;
+	char dir[GW_PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	mkdir(dirname(dir), 0755);
+	unlink(path);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	g->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (g->listen_fd < 0 || bind(g->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(g->listen_fd, 64) < 0) {
+		int rc = -errno;
+		GW_LOG(ERR, "cannot listen on %s: %s (set [node] socket to a writable path)", path,
+		       strerror(errno));
+		return rc;
+	}
+	g->epfd = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
+	if (g->epfd < 0 || epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->listen_fd, &ev) < 0)
+		return -errno;
+	return 0;
+}
+
+void gw_ctl_drop_client(struct gw_gateway *g, struct gw_client *cl)
+{
+	for (uint32_t i = 0; i < GW_EP_TABLE;) {
+		if (g->eps[i].id && g->eps[i].chan_id == cl->chan_id)
+			ep_del_at(g, i); /* may shift another entry into i */
+		else
+			i++;
+	}
+	if (cl->chan.shm) {
+		for (unsigned i = 0; i < g->nactive; i++)
+			if (g->active[i] == &cl->chan) {
+				g->active[i] = g->active[--g->nactive];
+				break;
+			}
+		gw_chan_destroy(&cl->chan);
+	}
+	g->chan_slot[cl->chan_id] = 0;
+	epoll_ctl(g->epfd, EPOLL_CTL_DEL, cl->sock, NULL);
+	close(cl->sock);
+	memset(cl, 0, sizeof(*cl));
+}
+
+static void ctl_accept(struct gw_gateway *g)
+{
+	int fd;
+	while ((fd = accept4(g->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		unsigned i;
+		for (i = 0; i < g->cfg->clients_max && g->clients[i].used; i++)
+			;
+		if (i == g->cfg->clients_max || g->draining) {
+			GW_LOG(WARNING, "client refused: %s", g->draining ? "shutting down"
+						: "clients_max reached (raise [chan] clients_max)");
+			close(fd);
+			continue;
+		}
+		struct gw_client *cl = &g->clients[i];
+		/* Channel ids wrap but skip ids in use, so a late REJECT for a
+		 * departed client never reaches a newcomer in its slot. */
+		do
+			g->next_chan++;
+		while (g->next_chan == 0 || g->chan_slot[g->next_chan]);
+		cl->used = true;
+		cl->sock = fd;
+		cl->chan_id = g->next_chan;
+		g->chan_slot[cl->chan_id] = (uint16_t)(i + 1);
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = i };
+		epoll_ctl(g->epfd, EPOLL_CTL_ADD, fd, &ev);
+	}
+}
+
+static int ctl_hello(struct gw_gateway *g, struct gw_client *cl, struct gw_ctl_msg *m, int *fds)
+{
+	if (m->arg != GW_CTL_VERSION)
+		return -EPROTONOSUPPORT;
+	if (cl->chan.shm)
+		return -EISCONN;
+	const struct gw_config *c = g->cfg;
+	struct gw_chan_params p = {
+		.ring_count = c->ring_count, .arena_size = c->arena_kb * 1024u, .msg_max = c->msg_max,
+	};
+	int rc = gw_chan_create(&cl->chan, cl->chan_id, c->node_id, &p);
+	if (rc < 0) {
+		GW_LOG(ERR, "cannot create a channel: %s", strerror(-rc));
+		return rc;
+	}
+	for (unsigned n = 0; n < GW_MAX_NODES; n++)
+		if (g->peers[n].up)
+			cl->chan.shm->nodes_up[n / 64] |= 1ull << (n % 64);
+	g->active[g->nactive++] = &cl->chan;
+	m->arg = cl->chan_id;
+	m->arg2 = c->node_id;
+	fds[0] = cl->chan.memfd;
+	fds[1] = cl->chan.efd_rx;
+	fds[2] = cl->chan.efd_tx;
+	return 3;
+}
+
+static int ctl_reply(int sock, struct gw_ctl_msg *m, const int *fds, int nfds)
+{
+	char cbuf[CMSG_SPACE(3 * sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (nfds > 0) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == sizeof(*m) ? 0 : -errno;
+}
+
+/* One request from a client; false when the client must go. */
+static bool ctl_request(struct gw_gateway *g, struct gw_client *cl)
+{
+	struct gw_ctl_msg m;
+	ssize_t n = recv(cl->sock, &m, sizeof(m), MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return true;
+	if (n != sizeof(m))
+		return false; /* closed, or not our protocol */
+	int fds[3], nfds = 0;
+	m.name[sizeof(m.name) - 1] = '\0';
+	switch (m.op) {
+	case GW_CTL_HELLO:
+		m.status = ctl_hello(g, cl, &m, fds);
+		if (m.status > 0) {
+			nfds = m.status;
+			m.status = 0;
+		}
+		break;
+	case GW_CTL_REGISTER:
+		if (!cl->chan.shm)
+			m.status = -ENOTCONN;
+		else if (!gw_ctl_name_ok(m.name, sizeof(m.name)))
+			m.status = -EINVAL;
+		else
+			m.status = ep_add(g, m.name, cl->chan_id);
+		m.arg = gw_ctl_ep_id(m.name);
+		break;
+	case GW_CTL_UNREGISTER:
+		m.status = ep_del(g, m.name, cl->chan_id);
+		break;
+	default:
+		m.status = -EOPNOTSUPP;
+	}
+	return ctl_reply(cl->sock, &m, fds, nfds) == 0;
+}
+
+void gw_ctl_poll(struct gw_gateway *g)
+{
+	struct epoll_event ev[16];
+	int n = epoll_wait(g->epfd, ev, 16, 0);
+	for (int i = 0; i < n; i++) {
+		uint32_t k = ev[i].data.u32;
+		if (k == UINT32_MAX) {
+			ctl_accept(g);
+			continue;
+		}
+		struct gw_client *cl = &g->clients[k];
+		if (cl->used && !ctl_request(g, cl)) {
+			GW_LOG(INFO, "client %u left, channel reclaimed", cl->chan_id);
+			gw_ctl_drop_client(g, cl);
+		}
+	}
+	/* A client that wrote an invalid descriptor is cut off: it can
+	 * only have hurt itself, and must not go on. */
+	for (unsigned i = 0; i < g->nactive; i++)
+		if (g->active[i]->broken) {
+			struct gw_client *cl = &g->clients[g->chan_slot[g->active[i]->chan_id] - 1];
+			GW_LOG(WARNING, "client %u wrote an invalid descriptor: disconnected",
+			       cl->chan_id);
+			g->st.clients_broken++;
+			gw_ctl_drop_client(g, cl);
+			i--;
+		}
+}
+
+void gw_ctl_close(struct gw_gateway *g)
+{
+	for (unsigned i = 0; i < g->cfg->clients_max; i++)
+		if (g->clients[i].used)
+			gw_ctl_drop_client(g, &g->clients[i]);
+	if (g->epfd >= 0)
+		close(g->epfd);
+	if (g->listen_fd >= 0) {
+		close(g->listen_fd);
+		unlink(g->cfg->socket_path);
+	}
+}

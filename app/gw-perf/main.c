@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gw-perf: load generator and verifying sink on libgridwire.
+ *
+ *   gw-perf tx -s SOCK -n NODE -e ENDPOINT [-w WRITERS] [-m MSGS] [-z SIZE]
+ *              [--id-base N] [--rate MSGS_PER_S]
+ *   gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N] [--idle-timeout S]
+ *
+ * tx: WRITERS logical senders take turns; each sends MSGS messages of SIZE
+ * bytes carrying (writer id, sequence number). rx: checks that every
+ * writer's messages arrive exactly once and in order. Both end with one
+ * JSON line on stdout.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gridwire.h"
+
+#define PERF_MAGIC 0x66726570u /* "perf" */
+
+struct perf_hdr {
+	uint32_t magic;
+	uint32_t writer;
+	uint64_t seq;
+	uint64_t sent_ns;
+};
+
+struct opts {
+	const char *sock, *endpoint;
+	unsigned node, writers, size, id_base, writers_max, idle_timeout;
+	uint64_t msgs, expect, rate;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int fail(const char *what, int err)
+{
+	fprintf(stderr, "gw-perf: %s: %s\n", what, strerror(-err));
+	return 1;
+}
+
+/* Count REJECTs waiting for us; they name sends that were not delivered. */
+static uint64_t drain_rejects(struct gw_client *cl)
+{
+	struct gw_msg m;
+	uint64_t n = 0;
+	while (gw_recv(cl, &m, 0) == 0)
+		if (m.kind == GW_MSG_REJECT) {
+			if (n == 0)
+				fprintf(stderr, "gw-perf: message %u rejected: %s\n", m.msg_id,
+					strerror(-m.error));
+			n++;
+		}
+	return n;
+}
+
+static int run_tx(const struct opts *o)
+{
+	struct gw_client *cl;
+	int rc = gw_connect(o->sock, &cl);
+	if (rc < 0)
+		return fail(o->sock, rc);
+	if (o->size < sizeof(struct perf_hdr) || o->size > gw_msg_max(cl)) {
+		fprintf(stderr, "gw-perf: size %u out of range %zu..%zu\n", o->size,
+			sizeof(struct perf_hdr), gw_msg_max(cl));
+		return 2;
+	}
+	/* The peer may still be coming up (bond mode 4 takes seconds). */
+	for (int i = 0; i < 300 && !gw_node_up(cl, (uint16_t)o->node); i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
+	uint8_t *buf = calloc(1, o->size);
+	uint32_t ep = gw_endpoint_id(o->endpoint);
+	uint64_t total = o->msgs * o->writers, rejects = 0;
+	double c0 = cpu_s();
+	uint64_t t0 = now_ns();
+	for (uint64_t i = 0; i < total; i++) {
+		struct perf_hdr h = {
+			.magic = PERF_MAGIC, .writer = o->id_base + (uint32_t)(i % o->writers),
+			.seq = i / o->writers,
+		};
+		if (o->rate) {
+			uint64_t due = t0 + i * 1000000000ull / o->rate;
+			for (uint64_t t; (t = now_ns()) < due;)
+				if (due - t > 50000)
+					nanosleep(&(struct timespec){ .tv_nsec = (long)(due - t) }, NULL);
+		}
+		h.sent_ns = now_ns();
+		memcpy(buf, &h, sizeof(h));
+		rc = gw_send_id(cl, (uint16_t)o->node, ep, buf, o->size, 0);
+		if (rc == -EAGAIN) {
+			rejects += drain_rejects(cl);
+			rc = gw_send_id(cl, (uint16_t)o->node, ep, buf, o->size, 10000);
+		}
+		if (rc < 0)
+			return fail("send", rc);
+	}
+	rc = gw_flush(cl, 30000);
+	uint64_t t1 = now_ns();
+	if (rc < 0)
+		return fail("flush", rc);
+	rejects += drain_rejects(cl);
+	double el = (double)(t1 - t0) / 1e9;
+	printf("{\"role\":\"tx\",\"sent\":%" PRIu64 ",\"rejected\":%" PRIu64
+	       ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f}\n",
+	       total, rejects, el, (double)total / el, cpu_s() - c0);
+	gw_close(cl);
+	free(buf);
+	return rejects ? 1 : 0;
+}
+
+static int run_rx(const struct opts *o)
+{
+	struct gw_client *cl;
+	int rc = gw_connect(o->sock, &cl);
+	if (rc < 0)
+		return fail(o->sock, rc);
+	rc = gw_register(cl, o->endpoint);
+	if (rc < 0)
+		return fail(o->endpoint, rc);
+	/* Tell whoever started us that the endpoint exists. */
+	fprintf(stderr, "gw-perf: rx ready on %s\n", o->endpoint);
+	uint64_t *next = calloc(o->writers_max, sizeof(*next));
+	uint64_t got = 0, dups = 0, order = 0, bad = 0, t0 = 0, t1 = 0;
+	double c0 = cpu_s();
+	while (got < o->expect) {
+		struct gw_msg m;
+		rc = gw_recv(cl, &m, (int)o->idle_timeout * 1000);
+		if (rc == -ETIMEDOUT) {
+			fprintf(stderr, "gw-perf: no message for %u s, %" PRIu64 " of %" PRIu64
+				" received\n", o->idle_timeout, got, o->expect);
+			break;
+		}
+		if (rc < 0)
+			return fail("recv", rc);
+		struct perf_hdr h;
+		if (m.kind != GW_MSG_DATA || m.len < sizeof(h)) {
+			bad++;
+			continue;
+		}
+		memcpy(&h, m.data, sizeof(h));
+		if (h.magic != PERF_MAGIC || h.writer >= o->writers_max) {
+			bad++;
+			continue;
+		}
+		t1 = now_ns();
+		if (!t0)
+			t0 = t1;
+		if (h.seq < next[h.writer]) {
+			dups++;
+			continue;
+		}
+		if (h.seq > next[h.writer])
+			order++;
+		next[h.writer] = h.seq + 1;
+		got++;
+	}
+	double el = t1 > t0 ? (double)(t1 - t0) / 1e9 : 0;
+	printf("{\"role\":\"rx\",\"delivered\":%" PRIu64 ",\"duplicates\":%" PRIu64
+	       ",\"order_violations\":%" PRIu64 ",\"malformed\":%" PRIu64
+	       ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f}\n",
+	       got, dups, order, bad, el, el > 0 ? (double)got / el : 0.0, cpu_s() - c0);
+	gw_close(cl);
+	free(next);
+	return got == o->expect && !dups && !order && !bad ? 0 : 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: gw-perf tx -s SOCK -n NODE -e ENDPOINT [-w WRITERS] [-m MSGS] [-z SIZE]\n"
+		   "                 [--id-base N] [--rate MSGS_PER_S]\n"
+		   "       gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N]\n"
+		   "                 [--idle-timeout S]\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {
+		.writers = 1, .msgs = 1000, .size = 225, .writers_max = 1u << 20, .idle_timeout = 10,
+	};
+	if (argc < 2 || (strcmp(argv[1], "tx") && strcmp(argv[1], "rx"))) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : (strcmp(argv[1], "-h") && strcmp(argv[1], "--help")) * 2;
+	}
+	bool tx = !strcmp(argv[1], "tx");
+	static const struct option lo[] = {
+		{ "id-base", 1, NULL, 'b' }, { "rate", 1, NULL, 'r' }, { "expect", 1, NULL, 'x' },
+		{ "writers-max", 1, NULL, 'W' }, { "idle-timeout", 1, NULL, 't' }, { 0 },
+	};
+	int c;
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "s:n:e:w:m:z:", lo, NULL)) != -1) {
+		switch (c) {
+		case 's': o.sock = optarg; break;
+		case 'n': o.node = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'e': o.endpoint = optarg; break;
+		case 'w': o.writers = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'm': o.msgs = strtoull(optarg, NULL, 0); break;
+		case 'z': o.size = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'b': o.id_base = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'r': o.rate = strtoull(optarg, NULL, 0); break;
+		case 'x': o.expect = strtoull(optarg, NULL, 0); break;
+		case 'W': o.writers_max = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 't': o.idle_timeout = (unsigned)strtoul(optarg, NULL, 0); break;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (!o.sock || !o.endpoint || (tx && (!o.node || !o.writers)) ||
+	    (!tx && !o.writers_max) || (tx && o.id_base + o.writers > o.writers_max)) {
+		fprintf(stderr, "gw-perf: missing or bad arguments: -s SOCK and -e ENDPOINT are required, "
+				"tx also needs -n NODE\n");
+		return 2;
+	}
+	return tx ? run_tx(&o) : run_rx(&o);
+}

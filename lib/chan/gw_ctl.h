@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gw_ctl: the control-socket messages between a client and its gateway.
+ *
+ * A client connects to the gateway's Unix SOCK_SEQPACKET socket and sends
+ * HELLO; the reply carries its channel (memfd and two eventfds, passed with
+ * SCM_RIGHTS). REGISTER/UNREGISTER name endpoints. Closing the socket (or
+ * dying) ends the session: the gateway reclaims the channel and endpoints.
+ *
+ * Endpoint ids are a hash of the name, so a sender names a remote endpoint
+ * without a lookup; a gateway refuses to register a name whose id another
+ * local name already holds.
+ */
+#ifndef GW_CTL_H
+#define GW_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gw_wire.h"
+
+#define GW_CTL_VERSION 1
+
+enum gw_ctl_op {
+	GW_CTL_HELLO = 1,      /* arg: GW_CTL_VERSION; reply arg: chan id, arg2: node id, fds */
+	GW_CTL_REGISTER = 2,   /* name; reply arg: endpoint id */
+	GW_CTL_UNREGISTER = 3, /* name */
+};
+
+struct gw_ctl_msg {
+	uint32_t op;
+	int32_t status; /* reply: 0 or a negative errno */
+	uint32_t arg, arg2;
+	char name[GW_NAME_MAX];
+};
+
+/* FNV-1a of the name; 0 is never an endpoint id. */
+static inline uint32_t gw_ctl_ep_id(const char *name)
+{
+	uint32_t h = 2166136261u;
+	for (; *name; name++)
+		h = (h ^ (uint8_t)*name) * 16777619u;
+	return h ? h : 1;
+}
+
+/* A valid endpoint name: 1..GW_NAME_MAX-1 printable characters, no spaces. */
+static inline int gw_ctl_name_ok(const char *name, size_t cap)
+{
+	size_t i;
+	for (i = 0; i < cap && name[i]; i++)
+		if (name[i] <= ' ' || name[i] > '~')
+			return 0;
+	return i > 0 && i < cap && i < GW_NAME_MAX;
+}
+
+#endif

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gw_chan: the shared-memory channel, both ends, in one and in two processes. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "gw_chan.h"
+#include "gw_test.h"
+
+static const struct gw_chan_params small = { .ring_count = 64, .arena_size = 4096, .msg_max = 1024 };
+
+/* A gateway end and a client end of one region, as the control socket would make them. */
+static void pair(struct gw_chan *gw, struct gw_chan *cl, const struct gw_chan_params *p)
+{
+	CU_ASSERT_FATAL(gw_chan_create(gw, 7, 1, p) == 0);
+	CU_ASSERT_FATAL(gw_chan_attach(cl, dup(gw->memfd), dup(gw->efd_rx), dup(gw->efd_tx)) == 0);
+}
+
+static void test_round_trip(void)
+{
+	struct gw_chan gw, cl;
+	pair(&gw, &cl, &small);
+	CU_ASSERT(cl.chan_id == 7);
+	CU_ASSERT(gw_chan_send(&cl, 2, 0xabcd, "hello", 5) == 0);
+	CU_ASSERT(gw_chan_send(&cl, 3, 0xbeef, "world!", 6) == 0);
+	struct gw_chan_msg m[4];
+	CU_ASSERT_EQUAL_FATAL(gw_chan_peek(&gw, m, 4), 2);
+	CU_ASSERT(m[0].len == 5 && m[0].node == 2 && m[0].ep == 0xabcd && m[0].msg_id == 0);
+	CU_ASSERT(memcmp(m[0].data, "hello", 5) == 0);
+	CU_ASSERT(m[1].len == 6 && m[1].node == 3 && m[1].msg_id == 1);
+	/* Peeking again without consuming shows the same messages. */
+	CU_ASSERT_EQUAL(gw_chan_peek(&gw, m, 4), 2);
+	gw_chan_consume(&gw, 1);
+	CU_ASSERT_EQUAL(gw_chan_peek(&gw, m, 4), 1);
+	CU_ASSERT(m[0].msg_id == 1 && memcmp(m[0].data, "world!", 6) == 0);
+	gw_chan_consume(&gw, 1);
+	CU_ASSERT_EQUAL(gw_chan_peek(&gw, m, 4), 0);
+
+	struct gw_chan_desc d = { .len = 3, .node = 9, .ep = 42, .chan = 5, .kind = 1 };
+	CU_ASSERT(gw_chan_deliver(&gw, &d, "abc") == 0);
+	struct gw_chan_desc r;
+	const uint8_t *data;
+	CU_ASSERT_EQUAL(gw_chan_recv(&cl, &r, &data), 3);
+	CU_ASSERT(r.node == 9 && r.ep == 42 && r.chan == 5 && r.kind == 1);
+	CU_ASSERT(memcmp(data, "abc", 3) == 0);
+	gw_chan_recv_done(&cl, &r);
+	CU_ASSERT_EQUAL(gw_chan_recv(&cl, &r, &data), -EAGAIN);
+	gw_chan_detach(&cl);
+	gw_chan_destroy(&gw);
+}
+
+static void test_full_and_oversize(void)
+{
+	struct gw_chan gw, cl;
+	pair(&gw, &cl, &small);
+	char big[1025] = { 0 };
+	CU_ASSERT_EQUAL(gw_chan_send(&cl, 2, 1, big, 1025), -EMSGSIZE);
+	CU_ASSERT_EQUAL(gw_chan_send(&cl, GW_MAX_NODES, 1, big, 1), -EINVAL);
+	/* The arena fills first: 4096 bytes take three 1024-byte messages and
+	 * a fourth; a fifth must wait. */
+	int sent = 0;
+	while (gw_chan_send(&cl, 2, 1, big, 1024) == 0)
+		sent++;
+	CU_ASSERT_EQUAL(sent, 4);
+	CU_ASSERT_EQUAL(gw_chan_send(&cl, 2, 1, big, 1024), -EAGAIN);
+	struct gw_chan_msg m[8];
+	CU_ASSERT_EQUAL(gw_chan_peek(&gw, m, 1), 1);
+	gw_chan_consume(&gw, 1);
+	CU_ASSERT_EQUAL(gw_chan_send(&cl, 2, 1, big, 1024), 0);
+	/* The descriptor ring fills with small messages: 63 usable slots. */
+	struct gw_chan gw2, cl2;
+	pair(&gw2, &cl2, &small);
+	sent = 0;
+	while (gw_chan_send(&cl2, 2, 1, big, 1) == 0)
+		sent++;
+	CU_ASSERT_EQUAL(sent, 63);
+	/* A full client RX ring refuses delivery without harm. */
+	struct gw_chan_desc d = { .len = 1024, .kind = 1 };
+	int n = 0;
+	while (gw_chan_deliver(&gw2, &d, big) == 0)
+		n++;
+	CU_ASSERT_EQUAL(n, 4);
+	CU_ASSERT_EQUAL(gw_chan_deliver(&gw2, &d, big), -ENOBUFS);
+	d.len = 1025;
+	CU_ASSERT_EQUAL(gw_chan_deliver(&gw2, &d, big), -EMSGSIZE);
+	gw_chan_detach(&cl);
+	gw_chan_destroy(&gw);
+	gw_chan_detach(&cl2);
+	gw_chan_destroy(&gw2);
+}
+
+/* Payloads of many sizes through a small arena: never split, never mixed up. */
+static void test_wrap(void)
+{
+	struct gw_chan gw, cl;
+	pair(&gw, &cl, &small);
+	uint8_t buf[1024];
+	unsigned sent = 0, got = 0;
+	while (got < 5000) {
+		unsigned len = 1 + (sent * 37) % 1000;
+		memset(buf, (int)(sent & 0xff), len);
+		if (sent < 5000 && gw_chan_send(&cl, 1, sent, buf, len) == 0) {
+			sent++;
+			continue;
+		}
+		struct gw_chan_msg m[GW_CHAN_BURST];
+		unsigned n = gw_chan_peek(&gw, m, GW_CHAN_BURST);
+		CU_ASSERT_FATAL(n > 0);
+		for (unsigned i = 0; i < n; i++, got++) {
+			CU_ASSERT_EQUAL(m[i].ep, got);
+			CU_ASSERT_EQUAL(m[i].len, 1 + (got * 37) % 1000);
+			CU_ASSERT(m[i].data[0] == (got & 0xff) && m[i].data[m[i].len - 1] == (got & 0xff));
+		}
+		gw_chan_consume(&gw, n);
+	}
+	gw_chan_detach(&cl);
+	gw_chan_destroy(&gw);
+}
+
+/* A client scribbling on its own region can only hurt itself. */
+static void test_garbage(void)
+{
+	struct gw_chan gw, cl;
+	pair(&gw, &cl, &small);
+	struct gw_chan_desc bad[] = {
+		{ .pos = 0, .len = 2000, .node = 1 },   /* longer than msg_max */
+		{ .pos = 4000, .len = 500, .node = 1 }, /* runs off the arena */
+		{ .pos = 0, .len = 10, .node = 999 },   /* no such node */
+	};
+	for (unsigned k = 0; k < 3; k++) {
+		struct gw_chan g2, c2;
+		pair(&g2, &c2, &small);
+		CU_ASSERT(gw_chan_send(&c2, 1, 1, "ok", 2) == 0);
+		rte_ring_sp_enqueue_elem(c2.tx_ring, &bad[k], sizeof(bad[k]));
+		struct gw_chan_msg m[4];
+		CU_ASSERT_EQUAL(gw_chan_peek(&g2, m, 4), 1); /* the good one before it */
+		CU_ASSERT(g2.broken);
+		gw_chan_consume(&g2, 1);
+		CU_ASSERT_EQUAL(gw_chan_peek(&g2, m, 4), 0);
+		gw_chan_detach(&c2);
+		gw_chan_destroy(&g2);
+	}
+	/* A wild rx_tail makes the client's own ring look full, nothing else. */
+	cl.shm->rx_tail = 0x80000000u;
+	struct gw_chan_desc d = { .len = 4, .kind = 1 };
+	CU_ASSERT_EQUAL(gw_chan_deliver(&gw, &d, "abcd"), -ENOBUFS);
+	/* The region cannot be shrunk under the gateway. */
+	CU_ASSERT(ftruncate(cl.memfd, 4096) < 0 && errno == EPERM);
+	/* A region with a bad header is refused by the client. */
+	cl.shm->magic = 0;
+	struct gw_chan c3;
+	CU_ASSERT_EQUAL(gw_chan_attach(&c3, dup(gw.memfd), -1, -1), -EPROTO);
+	gw_chan_detach(&cl);
+	gw_chan_destroy(&gw);
+}
+
+/* The real thing: a client process and a gateway process, both directions,
+ * the client sleeping on the eventfds whenever it has to wait. */
+static void test_two_processes(void)
+{
+	const struct gw_chan_params p = { .ring_count = 1024, .arena_size = 1 << 16, .msg_max = 512 };
+	const uint64_t n = 300000;
+	struct gw_chan gw;
+	CU_ASSERT_FATAL(gw_chan_create(&gw, 1, 1, &p) == 0);
+	pid_t pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		struct gw_chan cl;
+		if (gw_chan_attach(&cl, dup(gw.memfd), dup(gw.efd_rx), dup(gw.efd_tx)) < 0)
+			_exit(10);
+		uint8_t buf[512];
+		for (uint64_t i = 0; i < n; i++) {
+			uint32_t len = 16 + (uint32_t)(i % 200);
+			memcpy(buf, &i, sizeof(i));
+			while (gw_chan_send(&cl, 2, (uint32_t)i, buf, len) == -EAGAIN)
+				gw_chan_wait(&cl, true, 1000);
+		}
+		for (uint64_t i = 0; i < n; i++) {
+			struct gw_chan_desc d;
+			const uint8_t *data;
+			int rc;
+			while ((rc = gw_chan_recv(&cl, &d, &data)) == -EAGAIN)
+				gw_chan_wait(&cl, false, 1000);
+			uint64_t v;
+			memcpy(&v, data, sizeof(v));
+			if (rc != 8 || v != i)
+				_exit(11);
+			gw_chan_recv_done(&cl, &d);
+		}
+		_exit(0);
+	}
+	uint64_t got = 0, put = 0, bad = 0;
+	while (got < n || put < n) {
+		struct gw_chan_msg m[GW_CHAN_BURST];
+		unsigned k = gw_chan_peek(&gw, m, GW_CHAN_BURST);
+		for (unsigned i = 0; i < k; i++, got++) {
+			uint64_t v;
+			memcpy(&v, m[i].data, sizeof(v));
+			bad += v != got || m[i].len != 16 + got % 200 || m[i].ep != (uint32_t)got;
+		}
+		gw_chan_consume(&gw, k);
+		struct gw_chan_desc d = { .len = 8, .kind = 1 };
+		while (put < n && gw_chan_deliver(&gw, &d, &put) == 0)
+			put++;
+		gw_chan_notify(&gw);
+		if (!k)
+			usleep(10);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT_EQUAL(got, n);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	gw_chan_destroy(&gw);
+}
+
+static const struct gw_test_case cases[] = {
+	{ "round trip", test_round_trip },
+	{ "full and oversize", test_full_and_oversize },
+	{ "wrap-around", test_wrap },
+	{ "garbage from the client", test_garbage },
+	{ "two processes", test_two_processes },
+	{ NULL, NULL },
+};
+
+int main(void)
+{
+	return gw_test_run("chan", cases);
+}
