@@ -44,6 +44,10 @@ struct gw_lane_tx {
 	uint32_t win; /* power of two, at most GW_LANE_WIN_MAX */
 	uint64_t rto_min_ns, rto_max_ns;
 	uint64_t srtt_ns; /* smoothed round trip of frames sent once */
+	/* private to gw_lane.c */
+	uint32_t sack_hi;     /* one past the highest sacked seq, in [una, nxt] */
+	uint64_t progress_ns; /* last ack that released or newly sacked a frame */
+	uint64_t due_ns;      /* lower bound of the next retransmission time */
 	struct gw_lane_slot *slots;
 	gw_lane_release_t release;
 	void *ctx;
@@ -72,6 +76,11 @@ enum gw_lane_rx_verdict {
 	GW_RX_BEYOND = 2,   /* past the window: caller frees it, it will come again */
 };
 
+/*
+ * win is a power of two up to GW_LANE_WIN_MAX; 0 < rto_min_ns <= rto_max_ns;
+ * release must be set. Returns 0, -EINVAL or -ENOMEM. Tests may set
+ * una = nxt to any value right after init to start near the wrap.
+ */
 int gw_lane_tx_init(struct gw_lane_tx *tx, uint32_t win, uint32_t epoch, uint64_t rto_min_ns,
 		    uint64_t rto_max_ns, gw_lane_release_t release, void *ctx);
 /* Release every frame still held. */
@@ -95,18 +104,27 @@ uint32_t gw_lane_tx_push(struct gw_lane_tx *tx, void *frame, uint64_t now);
 
 /*
  * Apply an ack. Releases the frames it covers and returns how many, or
- * -EINVAL for an ack of another epoch or outside [una, nxt] (counted).
+ * -EINVAL for an ack of another epoch or outside [una, nxt] (counted in
+ * bad_acks; a stale ack overtaken by a newer one is one of these).
  */
 int gw_lane_tx_ack(struct gw_lane_tx *tx, const struct gw_ack *ack, uint64_t now);
 
 /*
- * Frames to transmit again now: unacked frames whose timeout expired, and
- * holes below a selectively acked frame that were last sent more than a
- * round trip ago. Marks them sent at now. Returns how many went into out.
+ * Frames to transmit again now, oldest seq first: unacked frames whose
+ * timeout expired (which doubles it, up to rto_max), and holes below a
+ * selectively acked frame that were last sent more than a round trip ago
+ * and before the receiver last made progress. A sacked frame is sent again
+ * only after rto_max (the receiver may have restarted). Marks them sent at
+ * now. Returns how many went into out. O(1) while nothing can be due.
  */
 unsigned gw_lane_tx_due(struct gw_lane_tx *tx, uint64_t now, void **out, unsigned max);
 
-/* Earliest time at which gw_lane_tx_due may return something (UINT64_MAX if idle). */
+/*
+ * Earliest time at which gw_lane_tx_due may return something (UINT64_MAX if
+ * idle). Exact after gw_lane_tx_due; acks leave it a lower bound (one that
+ * leaves holes sets it to the ack's time), so waking at it may find nothing
+ * due, and that gw_lane_tx_due call makes it exact again.
+ */
 uint64_t gw_lane_tx_next_deadline(const struct gw_lane_tx *tx);
 
 int gw_lane_rx_init(struct gw_lane_rx *rx, uint32_t win, gw_lane_release_t release, void *ctx);
@@ -125,7 +143,7 @@ static inline void *gw_lane_rx_head(const struct gw_lane_rx *rx)
 	return rx->active ? rx->held[rx->next & (rx->win - 1)] : NULL;
 }
 
-/* The head frame is fully delivered: release it and move on. */
+/* The head frame (which must be there) is fully delivered: release it and move on. */
 void gw_lane_rx_pop(struct gw_lane_rx *rx);
 
 /* Fill an ack for the current state and clear ack_due. */

@@ -71,7 +71,10 @@ struct gw_rec {
 	const uint8_t *data;
 };
 
-/* ACK payload: all seq < cum delivered; bit i of sack means cum+1+i is held. */
+/*
+ * ACK payload: all seq < cum delivered; bit i of sack means cum+1+i is held.
+ * Bit i is bit (i % 8), least significant first, of sack[i / 8].
+ */
 #define GW_SACK_BITS 256
 struct gw_ack {
 	uint32_t acked_epoch; /* epoch of the DATA sender being acknowledged */
@@ -88,40 +91,55 @@ struct gw_hello {
 };
 
 /* Error codes of gw_wire_parse, all negative errno values. */
-#define GW_EWIRE_SHORT (-EMSGSIZE)     /* truncated outer headers or payload */
-#define GW_EWIRE_NOTGW (-EPROTONOSUPPORT) /* not IPv4/UDP to our port or bad magic */
+#define GW_EWIRE_SHORT (-EMSGSIZE)     /* truncated, oversized or inconsistent lengths */
+#define GW_EWIRE_NOTGW (-EPROTONOSUPPORT) /* not IPv4/UDP to our port, a fragment or bad magic */
 #define GW_EWIRE_VERSION (-EPROTO)     /* unknown version or frame type */
-#define GW_EWIRE_CRC (-EBADMSG)        /* CRC32C mismatch */
+#define GW_EWIRE_CRC (-EBADMSG)        /* CRC32C mismatch (same value as a malformed payload) */
 
 uint32_t gw_crc32c(uint32_t crc, const void *buf, size_t len);
 
 /*
  * Write the outer headers and the gridwire header in front of a payload
  * already placed at frame + GW_FRAME_MIN, and seal the frame with its CRC.
- * Returns the total frame length.
+ * hdr->len is the payload length, at most GW_FRAME_MAX - GW_FRAME_MIN.
+ * Returns the total frame length, GW_FRAME_MIN + hdr->len.
  */
 size_t gw_wire_seal(uint8_t *frame, const struct gw_addr *src, const struct gw_addr *dst,
-		    struct gw_hdr *hdr);
+		    const struct gw_hdr *hdr);
 
 /*
  * Check and decode a frame: outer headers, magic, version, lengths and CRC.
  * On success fills *hdr, sets *payload to the payload and returns 0;
  * otherwise returns one of the GW_EWIRE_* codes. port is the UDP
- * destination port gridwire listens on.
+ * destination port gridwire listens on. src (may be NULL) receives the
+ * sender's MAC, IP and UDP source port. Bytes after the IP datagram
+ * (Ethernet padding) are ignored; the IP header checksum is not checked.
  */
 int gw_wire_parse(const uint8_t *frame, size_t len, uint16_t port, struct gw_hdr *hdr,
 		  const uint8_t **payload, struct gw_addr *src);
 
-/* Append one record to a payload being built; -ENOSPC if it does not fit. */
+/*
+ * Append one record (kind GW_RK_*, data non-NULL) to a payload being built:
+ * at payload + *used, advancing *used. -ENOSPC, writing nothing, if the
+ * record does not fit in cap.
+ */
 int gw_wire_rec_put(uint8_t *payload, size_t cap, size_t *used, const struct gw_rec *rec);
 
 /*
  * Iterate records of a checked DATA payload: *off starts at 0. Returns 1 and
- * fills *rec, 0 at the end, or -EBADMSG when a record overruns the payload.
+ * fills *rec (rec->data points into payload), 0 at the end, or -EBADMSG
+ * when a record overruns the payload or has an unknown kind.
  */
 int gw_wire_rec_next(const uint8_t *payload, size_t len, size_t *off, struct gw_rec *rec);
 
-/* Encode/decode ACK and HELLO payloads. Encoders return payload length. */
+/*
+ * Encode/decode ACK and HELLO payloads. Encoders return the payload length;
+ * decoders return 0 or -EBADMSG and fill their output only on success.
+ * gw_wire_ack_put rounds nbits up to a multiple of 8 (sending the added bits
+ * clear) and caps it at GW_SACK_BITS; gw_wire_ack_get clears sack past nbits.
+ * gw_wire_hello_put sends at most GW_NAME_MAX - 1 name bytes and returns 0,
+ * writing nothing, for an empty name (which no peer would accept).
+ */
 size_t gw_wire_ack_put(uint8_t *payload, const struct gw_ack *ack);
 int gw_wire_ack_get(const uint8_t *payload, size_t len, struct gw_ack *ack);
 size_t gw_wire_hello_put(uint8_t *payload, const struct gw_hello *h);

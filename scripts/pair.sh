@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# pair.sh: one verified run between two gateways on the two-namespace bonded
+# link. Gateway alpha (node 1) in gwa, beta (node 2) in gwb; PROCS sender
+# processes in gwa with WRITERS logical senders each, one verifying receiver
+# in gwb. Prints a summary for people on stderr and one JSON line on stdout.
+#
+#   scripts/pair.sh [--procs P] [--writers W] [--msgs M] [--size S]
+#                   [--batch on|off] [--drop PERMILLE] [--drop-acks PERMILLE]
+#                   [--set section.key=value]... [--keep-ns]
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ROOT=$(gw_root)
+BIN=$ROOT/build/app
+
+procs=4 writers=250 msgs=1000 size=225 batch=on drop=0 drop_acks=0 keep_ns=0
+sets=()
+while (($#)); do
+    case $1 in
+    --procs) procs=$2; shift 2 ;;
+    --writers) writers=$2; shift 2 ;;
+    --msgs) msgs=$2; shift 2 ;;
+    --size) size=$2; shift 2 ;;
+    --batch) batch=$2; shift 2 ;;
+    --drop) drop=$2; shift 2 ;;
+    --drop-acks) drop_acks=$2; shift 2 ;;
+    --set) sets+=(--set "$2"); shift 2 ;;
+    --keep-ns) keep_ns=1; shift ;;
+    *) gw_die "pair.sh: unknown option $1 (see the header of scripts/pair.sh)" ;;
+    esac
+done
+[[ $batch == on || $batch == off ]] || gw_die "pair.sh: --batch must be on or off"
+[[ -x $BIN/gridwired && -x $BIN/gw-perf ]] || gw_die "not built: run ./scripts/gw build"
+[[ $batch == off ]] && sets+=(--set proto.batch_max=1)
+
+total=$((procs * writers * msgs))
+work=$(mktemp -d /tmp/gridwire-pair.XXXXXX)
+gw_cleanup_push rm -rf "$work"
+if ((keep_ns)); then
+    gw_netns status >/dev/null 2>&1 || gw_netns up >/dev/null
+else
+    gw_ns_up >/dev/null
+fi
+
+# One gateway per namespace, each on its own CPU.
+start_gw() { # name ns config cpu
+    local name=$1 ns=$2 cfg=$3 cpu=$4
+    ip netns exec "$ns" "$BIN/gridwired" -c "$ROOT/config/$cfg" \
+        --set "eal.args=--no-pci --no-huge -m 512 --no-shconf -l $cpu" \
+        --stats-file "$work/$name.json" "${sets[@]}" >"$work/$name.log" 2>&1 &
+    echo $!
+}
+stop_pid() { kill -9 "$1" 2>/dev/null || true; }
+pid_a=$(start_gw alpha gwa demo-a.ini 0)
+gw_cleanup_push stop_pid "$pid_a"
+pid_b=$(start_gw beta gwb demo-b.ini 1)
+gw_cleanup_push stop_pid "$pid_b"
+for _ in $(seq 300); do
+    [[ -S /run/gridwire/alpha.sock && -S /run/gridwire/beta.sock ]] && break
+    kill -0 "$pid_a" 2>/dev/null && kill -0 "$pid_b" 2>/dev/null ||
+        { cat "$work"/*.log >&2; gw_die "a gateway did not start"; }
+    sleep 0.1
+done
+
+# The far side must know the endpoint before anything is sent to it.
+ip netns exec gwb "$BIN/gw-perf" rx -s /run/gridwire/beta.sock -e sink --expect "$total" \
+    --writers-max $((procs * writers)) --idle-timeout 30 >"$work/rx.json" 2>"$work/rx.err" &
+pid_rx=$!
+gw_cleanup_push stop_pid "$pid_rx"
+for _ in $(seq 300); do
+    grep -q "rx ready" "$work/rx.err" 2>/dev/null && break
+    kill -0 "$pid_rx" 2>/dev/null || { cat "$work"/*.log "$work/rx.err" >&2; gw_die "receiver did not start"; }
+    sleep 0.1
+done
+grep -q "rx ready" "$work/rx.err" || gw_die "receiver did not register in 30 s"
+
+((drop > 0)) && { gw_netns drop veth-b0 "$drop"; gw_netns drop veth-b1 "$drop"; } >/dev/null
+((drop_acks > 0)) && { gw_netns drop veth-a0 "$drop_acks"; gw_netns drop veth-a1 "$drop_acks"; } >/dev/null
+
+cpu_of() { # pid -> utime+stime in clock ticks
+    awk '{print $14 + $15}' "/proc/$1/stat"
+}
+rss_of() { # pid -> VmRSS in kB
+    awk '/^VmRSS/ {print $2}' "/proc/$1/status"
+}
+# Wait for both gateways to see each other (bond mode 4 needs ~3 s).
+for _ in $(seq 300); do
+    grep -q "is up" "$work/alpha.log" && grep -q "is up" "$work/beta.log" && break
+    sleep 0.1
+done
+grep -q "is up" "$work/alpha.log" || { cat "$work/alpha.log" >&2; gw_die "gateways did not find each other"; }
+
+gw_log "pair: $procs processes x $writers writers x $msgs messages of $size bytes, batching $batch"
+cpu0=$(($(cpu_of "$pid_a") + $(cpu_of "$pid_b")))
+rss0=$(($(rss_of "$pid_a") + $(rss_of "$pid_b")))
+txpids=()
+for p in $(seq 0 $((procs - 1))); do
+    ip netns exec gwa "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock -n 2 -e sink \
+        -w "$writers" -m "$msgs" -z "$size" --id-base $((p * writers)) \
+        >"$work/tx$p.json" 2>"$work/tx$p.err" &
+    txpids+=($!)
+done
+rss_max=$rss0
+while kill -0 "$pid_rx" 2>/dev/null; do
+    r=$(($(rss_of "$pid_a") + $(rss_of "$pid_b")))
+    ((r > rss_max)) && rss_max=$r
+    sleep 0.5
+done
+tx_fail=0
+for p in "${txpids[@]}"; do wait "$p" || tx_fail=1; done
+wait "$pid_rx" || true
+cpu1=$(($(cpu_of "$pid_a") + $(cpu_of "$pid_b")))
+rss1=$(($(rss_of "$pid_a") + $(rss_of "$pid_b")))
+((drop > 0 || drop_acks > 0)) && gw_netns drop veth-b0 0 >/dev/null && gw_netns drop veth-b1 0 >/dev/null &&
+    gw_netns drop veth-a0 0 >/dev/null && gw_netns drop veth-a1 0 >/dev/null
+kill -INT "$pid_a" "$pid_b"
+for _ in $(seq 100); do
+    kill -0 "$pid_a" 2>/dev/null || kill -0 "$pid_b" 2>/dev/null || break
+    sleep 0.1
+done
+((tx_fail)) && cat "$work"/tx*.err >&2
+
+[[ -s $work/rx.json && -s $work/alpha.json ]] || {
+    cat "$work"/*.log "$work"/*.err >&2
+    gw_die "the run left no results"
+}
+hz=$(getconf CLK_TCK)
+python3 - "$work" "$total" "$((cpu1 - cpu0))" "$hz" "$rss0" "$rss_max" "$rss1" "$tx_fail" <<'EOF'
+import json, sys
+work, total, ticks, hz, rss0, rssmax, rss1, txfail = sys.argv[1:]
+total = int(total)
+rx = json.load(open(f"{work}/rx.json"))
+a = json.load(open(f"{work}/alpha.json"))
+b = json.load(open(f"{work}/beta.json"))
+cpu = int(ticks) / int(hz)
+frames = a["data_frames_tx"]
+out = {
+    "sent": total,
+    "delivered": rx["delivered"],
+    "duplicates": rx["duplicates"],
+    "order_violations": rx["order_violations"],
+    "msgs_per_s": round(rx["msgs_per_s"]),
+    "frames": frames,
+    "msgs_per_frame": round(a["msgs_out"] / frames, 2) if frames else 0,
+    "retrans": a["retrans"],
+    "dup_frames": b["dup_frames"],
+    "gw_cpu_s_per_M": round(cpu / (total / 1e6), 3),
+    "gw_rss_kb": [int(rss0), int(rssmax), int(rss1)],
+    "sender_failed": int(txfail),
+}
+print(f"  sent {out['sent']:,}  delivered {out['delivered']:,}  duplicates {out['duplicates']}"
+      f"  order violations {out['order_violations']}", file=sys.stderr)
+print(f"  {out['msgs_per_s']:,} msg/s end to end, {frames:,} frames, "
+      f"{out['msgs_per_frame']} msgs/frame, {out['retrans']} retransmissions", file=sys.stderr)
+print(f"  gateways: {out['gw_cpu_s_per_M']} CPU s per million messages, "
+      f"RSS {int(rss0)//1024}->{int(rssmax)//1024} MB peak", file=sys.stderr)
+print(json.dumps(out, separators=(",", ":")))
+EOF
