@@ -118,6 +118,7 @@ static struct gw_peer *peer_heard(struct gw_gateway *g, const struct gw_hdr *h,
 		    gw_lane_rx_init(&p->rx, g->cfg->window, release_mbuf, NULL) < 0)
 			return NULL;
 		p->lanes = true;
+		g->known[g->nknown++] = h->src_node;
 	}
 	p->addr = *src;
 	p->addr.port = g->self.port;
@@ -167,10 +168,10 @@ static void peers_tick(struct gw_gateway *g)
 		hello_send(g);
 	}
 	uint64_t timeout = g->cfg->peer_timeout_ms * 1000000ull;
-	for (unsigned n = 1; n < GW_MAX_NODES; n++) {
-		struct gw_peer *p = &g->peers[n];
+	for (unsigned k = 0; k < g->nknown; k++) {
+		struct gw_peer *p = &g->peers[g->known[k]];
 		if (p->up && g->now - p->last_heard_ns > timeout)
-			peer_set_up(g, (uint16_t)n, p, false);
+			peer_set_up(g, g->known[k], p, false);
 	}
 }
 
@@ -458,9 +459,9 @@ static void rejects_flush(struct gw_gateway *g, uint16_t node, struct gw_peer *p
 static bool retransmit(struct gw_gateway *g)
 {
 	bool work = false;
-	for (unsigned n = 1; n < GW_MAX_NODES; n++) {
-		struct gw_peer *p = &g->peers[n];
-		if (!p->lanes || gw_lane_tx_inflight(&p->tx) == 0)
+	for (unsigned k = 0; k < g->nknown; k++) {
+		struct gw_peer *p = &g->peers[g->known[k]];
+		if (gw_lane_tx_inflight(&p->tx) == 0)
 			continue;
 		void *due[GW_DUE_MAX];
 		unsigned k = gw_lane_tx_due(&p->tx, g->now, due, GW_DUE_MAX);
@@ -485,14 +486,13 @@ static bool loop_once(struct gw_gateway *g)
 		on_frame(g, rx[i]);
 	work |= n > 0;
 
-	for (unsigned k = 1; k < GW_MAX_NODES; k++) {
-		struct gw_peer *p = &g->peers[k];
-		if (!p->lanes)
-			continue;
-		work |= deliver_lane(g, (uint16_t)k, p);
+	for (unsigned k = 0; k < g->nknown; k++) {
+		uint16_t node = g->known[k];
+		struct gw_peer *p = &g->peers[node];
+		work |= deliver_lane(g, node, p);
 		if (p->rx.ack_due)
 			ack_send(g, p);
-		rejects_flush(g, (uint16_t)k, p);
+		rejects_flush(g, node, p);
 	}
 
 	if (!g->draining)
@@ -569,9 +569,8 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg)
 static uint64_t inflight_frames(const struct gw_gateway *g)
 {
 	uint64_t n = 0;
-	for (unsigned k = 1; k < GW_MAX_NODES; k++)
-		if (g->peers[k].lanes)
-			n += gw_lane_tx_inflight(&g->peers[k].tx);
+	for (unsigned k = 0; k < g->nknown; k++)
+		n += gw_lane_tx_inflight(&g->peers[g->known[k]].tx);
 	return n;
 }
 
@@ -638,12 +637,10 @@ void gw_gateway_stats_json(const struct gw_gateway *g, char *buf, size_t len)
 void gw_gateway_fini(struct gw_gateway *g)
 {
 	gw_ctl_close(g);
-	if (g->peers)
-		for (unsigned n = 1; n < GW_MAX_NODES; n++)
-			if (g->peers[n].lanes) {
-				gw_lane_tx_fini(&g->peers[n].tx);
-				gw_lane_rx_fini(&g->peers[n].rx);
-			}
+	for (unsigned k = 0; k < g->nknown; k++) {
+		gw_lane_tx_fini(&g->peers[g->known[k]].tx);
+		gw_lane_rx_fini(&g->peers[g->known[k]].rx);
+	}
 	for (unsigned i = 0; i < g->ntxq; i++)
 		rte_pktmbuf_free(g->txq[i]);
 	gw_port_close(&g->port);

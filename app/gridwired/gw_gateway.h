@@ -87,6 +87,8 @@ struct gw_gateway {
 	struct gw_addr self;
 	uint32_t payload_max;
 	struct gw_peer *peers; /* GW_MAX_NODES */
+	uint16_t known[GW_MAX_NODES]; /* peers with lane state, in order heard */
+	unsigned nknown;
 	struct gw_client *clients; /* cfg->clients_max */
 	struct gw_chan **active; /* channels the worker drains */
 	unsigned nactive;

@@ -92,6 +92,12 @@ struct gw_chan {
 	uint32_t head; /* producer's arena position (TX for clients, RX for the gateway) */
 	uint32_t msgs; /* messages consumed (gateway TX) or sent (client) */
 	uint32_t seen_tail; /* client: tx_tail when a send last found no room */
+	/* The other side's tail as last read: re-read only when the arena
+	 * looks full, so the shared cache line is not pulled per message. */
+	uint32_t tail_cache;
+	/* client: RX bytes released but not yet published in rx_tail */
+	uint32_t rx_done;
+	bool rx_unpublished;
 	/* descriptors taken from the ring this end reads, not yet consumed */
 	struct gw_chan_desc cache[GW_CHAN_BURST];
 	uint16_t cache_n, cache_i;
@@ -146,6 +152,9 @@ int gw_chan_send(struct gw_chan *c, uint16_t node, uint32_t ep, const void *buf,
 int gw_chan_recv(struct gw_chan *c, struct gw_chan_desc *d, const uint8_t **data);
 /* Release what gw_chan_recv returned. */
 void gw_chan_recv_done(struct gw_chan *c, const struct gw_chan_desc *d);
+
+/* Something to receive? */
+bool gw_chan_rx_ready(const struct gw_chan *c);
 
 /* Sleep until RX has data (or TX has room, for_tx) or timeout_ms passes (-1 = forever). */
 int gw_chan_wait(struct gw_chan *c, bool for_tx, int timeout_ms);

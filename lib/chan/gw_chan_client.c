@@ -83,20 +83,22 @@ int gw_chan_send(struct gw_chan *c, uint16_t node, uint32_t ep, const void *buf,
 	if (node >= GW_MAX_NODES)
 		return -EINVAL;
 	uint32_t size = c->tx_mask + 1;
-	uint32_t tail = __atomic_load_n(&c->shm->tx_tail, __ATOMIC_ACQUIRE);
 	uint32_t off = c->head & c->tx_mask;
 	/* A payload never wraps: skip to the arena start instead. */
 	uint32_t pad = off + len > size ? size - off : 0;
-	if (size - (c->head - tail) < pad + len) {
-		c->seen_tail = tail;
-		return -EAGAIN;
+	if (size - (c->head - c->tail_cache) < pad + len) {
+		c->tail_cache = __atomic_load_n(&c->shm->tx_tail, __ATOMIC_ACQUIRE);
+		if (size - (c->head - c->tail_cache) < pad + len) {
+			c->seen_tail = c->tail_cache;
+			return -EAGAIN;
+		}
 	}
 	struct gw_chan_desc d = {
 		.pos = c->head + pad, .len = (uint16_t)len, .node = node, .ep = ep,
 	};
 	memcpy(c->tx_arena + (d.pos & c->tx_mask), buf, len);
 	if (rte_ring_sp_enqueue_elem(c->tx_ring, &d, sizeof(d)) != 0) {
-		c->seen_tail = tail;
+		c->seen_tail = __atomic_load_n(&c->shm->tx_tail, __ATOMIC_ACQUIRE);
 		return -EAGAIN;
 	}
 	c->head = d.pos + len;
@@ -104,9 +106,19 @@ int gw_chan_send(struct gw_chan *c, uint16_t node, uint32_t ep, const void *buf,
 	return 0;
 }
 
+/* Hand released RX bytes back to the gateway. */
+static void rx_publish(struct gw_chan *c)
+{
+	if (c->rx_unpublished) {
+		__atomic_store_n(&c->shm->rx_tail, c->rx_done, __ATOMIC_RELEASE);
+		c->rx_unpublished = false;
+	}
+}
+
 int gw_chan_recv(struct gw_chan *c, struct gw_chan_desc *d, const uint8_t **data)
 {
 	if (c->cache_i == c->cache_n) {
+		rx_publish(c);
 		c->cache_i = 0;
 		c->cache_n = (uint16_t)rte_ring_sc_dequeue_burst_elem(
 			c->rx_ring, c->cache, sizeof(struct gw_chan_desc), GW_CHAN_BURST, NULL);
@@ -123,18 +135,26 @@ int gw_chan_recv(struct gw_chan *c, struct gw_chan_desc *d, const uint8_t **data
 
 void gw_chan_recv_done(struct gw_chan *c, const struct gw_chan_desc *d)
 {
-	__atomic_store_n(&c->shm->rx_tail, d->pos + d->len, __ATOMIC_RELEASE);
+	/* Published once per burst (and before sleeping), not per message. */
+	c->rx_done = d->pos + d->len;
+	c->rx_unpublished = true;
+}
+
+bool gw_chan_rx_ready(const struct gw_chan *c)
+{
+	return c->cache_i < c->cache_n || rte_ring_count(c->rx_ring) > 0;
 }
 
 int gw_chan_wait(struct gw_chan *c, bool for_tx, int timeout_ms)
 {
 	volatile uint32_t *flag = for_tx ? &c->shm->tx_wait : &c->shm->rx_wait;
 	int fd = for_tx ? c->efd_tx : c->efd_rx;
+	rx_publish(c);
 	*flag = 1;
 	/* Pairs with the gateway's fence: it sees the flag or we see its work. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	bool ready = for_tx ? c->shm->tx_tail != c->seen_tail
-			    : (c->cache_i < c->cache_n || rte_ring_count(c->rx_ring) > 0);
+			    : gw_chan_rx_ready(c);
 	if (ready) {
 		*flag = 0;
 		return 0;

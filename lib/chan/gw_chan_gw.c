@@ -175,18 +175,22 @@ int gw_chan_deliver(struct gw_chan *c, const struct gw_chan_desc *d, const void 
 	uint32_t size = c->rx_mask + 1;
 	if (len > c->msg_max)
 		return -EMSGSIZE;
-	/* rx_tail is the client's word: a bad value only makes its own
-	 * channel look full. */
-	uint32_t used = c->head - __atomic_load_n(&c->shm->rx_tail, __ATOMIC_ACQUIRE);
 	uint32_t off = c->head & c->rx_mask;
 	uint32_t pad = off + len > size ? size - off : 0;
-	if (used > size || size - used < pad + len || rte_ring_free_count(c->rx_ring) == 0)
-		return -ENOBUFS;
+	uint32_t used = c->head - c->tail_cache;
+	if (used > size || size - used < pad + len) {
+		/* rx_tail is the client's word: a bad value only makes its
+		 * own channel look full. */
+		c->tail_cache = __atomic_load_n(&c->shm->rx_tail, __ATOMIC_ACQUIRE);
+		used = c->head - c->tail_cache;
+		if (used > size || size - used < pad + len)
+			return -ENOBUFS;
+	}
 	struct gw_chan_desc out = *d;
 	out.pos = c->head + pad;
 	memcpy(c->rx_arena + (out.pos & c->rx_mask), data, len);
 	if (rte_ring_sp_enqueue_elem(c->rx_ring, &out, sizeof(out)) != 0)
-		return -ENOBUFS;
+		return -ENOBUFS; /* the descriptor ring is full */
 	c->head = out.pos + len;
 	return 0;
 }

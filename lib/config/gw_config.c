@@ -624,7 +624,7 @@ void gw_config_defaults(struct gw_config *cfg)
 	cfg->udp_port = 47000;
 	cfg->mbufs = 8192;
 	cfg->window = 256;
-	cfg->rto_min_us = 2000;
+	cfg->rto_min_us = 20000;
 	cfg->rto_max_us = 200000;
 	cfg->batch_max = 0;
 	cfg->hello_ms = 100;

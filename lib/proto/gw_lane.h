@@ -60,7 +60,8 @@ struct gw_lane_rx {
 	uint32_t epoch; /* of the sender this state belongs to */
 	uint32_t next;  /* next seq to deliver */
 	uint32_t win;
-	uint32_t cursor; /* records of the head frame already delivered */
+	/* caller's progress in the head frame (records or bytes), zeroed with a new head */
+	uint32_t cursor;
 	bool ack_due;
 	void **held;
 	gw_lane_release_t release;

@@ -72,7 +72,7 @@ static void test_defaults(void)
 	CU_ASSERT_EQUAL(cfg.udp_port, 47000);
 	CU_ASSERT_EQUAL(cfg.mbufs, 8192);
 	CU_ASSERT_EQUAL(cfg.window, 256);
-	CU_ASSERT_EQUAL(cfg.rto_min_us, 2000);
+	CU_ASSERT_EQUAL(cfg.rto_min_us, 20000);
 	CU_ASSERT_EQUAL(cfg.rto_max_us, 200000);
 	CU_ASSERT_EQUAL(cfg.batch_max, 0);
 	CU_ASSERT_EQUAL(cfg.hello_ms, 100);
