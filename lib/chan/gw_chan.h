@@ -102,6 +102,7 @@ struct gw_chan {
 	struct gw_chan_desc cache[GW_CHAN_BURST];
 	uint16_t cache_n, cache_i;
 	bool broken; /* the client wrote an invalid descriptor */
+	uint32_t ring_half; /* gateway: wake a blocked sender below this backlog */
 };
 
 /* A message as the gateway reads it from a TX ring. */

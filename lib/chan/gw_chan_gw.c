@@ -77,6 +77,7 @@ int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
 	c->tx_arena = c->base + tx_arena;
 	c->rx_arena = c->base + rx_arena;
 	c->tx_mask = c->rx_mask = p->arena_size - 1;
+	c->ring_half = p->ring_count / 2;
 
 	snprintf(name, sizeof(name), "gw-tx-%u", chan_id);
 	rc = rte_ring_init(c->tx_ring, name, p->ring_count, RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -161,9 +162,13 @@ void gw_chan_consume(struct gw_chan *c, unsigned n)
 	c->msgs += n;
 	__atomic_store_n(&c->shm->tx_tail, last->pos + last->len, __ATOMIC_RELEASE);
 	/* Pairs with the fence in gw_chan_wait: either the client sees the
-	 * new tail or we see its wait flag. */
+	 * new tail or we see its wait flag. A sleeping sender is woken once
+	 * half its ring is free, not for every slot: one wake-up then moves
+	 * a burst. Consumption goes on while descriptors remain, so the
+	 * wake-up always comes. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (c->shm->tx_wait) {
+	if (c->shm->tx_wait &&
+	    rte_ring_count(c->tx_ring) + c->cache_n - c->cache_i <= c->ring_half) {
 		c->shm->tx_wait = 0;
 		eventfd_write(c->efd_tx, 1);
 	}
