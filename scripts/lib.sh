@@ -101,3 +101,66 @@ gw_ns_up() {
 gw_ns_down() {
     gw_netns down
 }
+
+# --- two gateways on the test network -------------------------------------
+# alpha (node 1) in $GW_NS_A on CPU 0, beta (node 2) in $GW_NS_B on CPU 1,
+# configured by config/demo-a.ini and demo-b.ini. Logs and counters go to
+# WORK/alpha.{log,json} and WORK/beta.{log,json}.
+
+_gw_stop_pid() {
+    kill -9 "$1" 2>/dev/null || true
+}
+
+# gw_gateways_up WORK [gridwired args...]: start both, wait until they see
+# each other (bond mode 4 takes about 3 s). Sets GW_PID_A and GW_PID_B.
+gw_gateways_up() {
+    local work=$1 bin=$_GW_LIB_ROOT/build/app/gridwired
+    shift
+    local ns=(gwa gwb) name=(alpha beta) cfg=(demo-a.ini demo-b.ini) pids=() i
+    for i in 0 1; do
+        rm -f "/run/gridwire/${name[i]}.sock"
+        ip netns exec "${ns[i]}" "$bin" -c "$_GW_LIB_ROOT/config/${cfg[i]}" \
+            --set "eal.args=--no-pci --no-huge -m 512 --no-shconf -l $i" \
+            --stats-file "$work/${name[i]}.json" "$@" >"$work/${name[i]}.log" 2>&1 &
+        pids+=($!)
+        gw_cleanup_push _gw_stop_pid "$!"
+    done
+    GW_PID_A=${pids[0]} GW_PID_B=${pids[1]}
+    for _ in $(seq 300); do
+        grep -q "is up" "$work/alpha.log" && grep -q "is up" "$work/beta.log" && return 0
+        if ! kill -0 "$GW_PID_A" 2>/dev/null || ! kill -0 "$GW_PID_B" 2>/dev/null; then
+            cat "$work/alpha.log" "$work/beta.log" >&2
+            gw_die "a gateway did not start"
+        fi
+        sleep 0.1
+    done
+    cat "$work/alpha.log" "$work/beta.log" >&2
+    gw_die "the gateways did not find each other in 30 s"
+}
+
+# gw_gateways_down: SIGINT (flush, report, write counters), wait for exit.
+gw_gateways_down() {
+    kill -INT "$GW_PID_A" "$GW_PID_B" 2>/dev/null || true
+    for _ in $(seq 100); do
+        kill -0 "$GW_PID_A" 2>/dev/null || kill -0 "$GW_PID_B" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    gw_log "a gateway did not stop in 10 s"
+}
+
+# gw_rx_start WORK NAME gw-perf-rx-args...: a receiver in beta's namespace,
+# started and registered. Output in WORK/NAME.json and WORK/NAME.err; sets GW_PID_RX.
+gw_rx_start() {
+    local work=$1 name=$2
+    shift 2
+    ip netns exec gwb "$_GW_LIB_ROOT/build/app/gw-perf" rx -s /run/gridwire/beta.sock "$@" \
+        >"$work/$name.json" 2>"$work/$name.err" &
+    GW_PID_RX=$!
+    gw_cleanup_push _gw_stop_pid "$GW_PID_RX"
+    for _ in $(seq 300); do
+        grep -q "rx ready" "$work/$name.err" 2>/dev/null && return 0
+        kill -0 "$GW_PID_RX" 2>/dev/null || { cat "$work/$name.err" >&2; gw_die "receiver $name did not start"; }
+        sleep 0.1
+    done
+    gw_die "receiver $name did not register in 30 s"
+}

@@ -42,37 +42,11 @@ else
     gw_ns_up >/dev/null
 fi
 
-# One gateway per namespace, each on its own CPU.
-start_gw() { # name ns config cpu
-    local name=$1 ns=$2 cfg=$3 cpu=$4
-    ip netns exec "$ns" "$BIN/gridwired" -c "$ROOT/config/$cfg" \
-        --set "eal.args=--no-pci --no-huge -m 512 --no-shconf -l $cpu" \
-        --stats-file "$work/$name.json" "${sets[@]}" >"$work/$name.log" 2>&1 &
-    echo $!
-}
-stop_pid() { kill -9 "$1" 2>/dev/null || true; }
-pid_a=$(start_gw alpha gwa demo-a.ini 0)
-gw_cleanup_push stop_pid "$pid_a"
-pid_b=$(start_gw beta gwb demo-b.ini 1)
-gw_cleanup_push stop_pid "$pid_b"
-for _ in $(seq 300); do
-    [[ -S /run/gridwire/alpha.sock && -S /run/gridwire/beta.sock ]] && break
-    kill -0 "$pid_a" 2>/dev/null && kill -0 "$pid_b" 2>/dev/null ||
-        { cat "$work"/*.log >&2; gw_die "a gateway did not start"; }
-    sleep 0.1
-done
-
+gw_gateways_up "$work" "${sets[@]}"
+pid_a=$GW_PID_A pid_b=$GW_PID_B
 # The far side must know the endpoint before anything is sent to it.
-ip netns exec gwb "$BIN/gw-perf" rx -s /run/gridwire/beta.sock -e sink --expect "$total" \
-    --writers-max $((procs * writers)) --idle-timeout 30 >"$work/rx.json" 2>"$work/rx.err" &
-pid_rx=$!
-gw_cleanup_push stop_pid "$pid_rx"
-for _ in $(seq 300); do
-    grep -q "rx ready" "$work/rx.err" 2>/dev/null && break
-    kill -0 "$pid_rx" 2>/dev/null || { cat "$work"/*.log "$work/rx.err" >&2; gw_die "receiver did not start"; }
-    sleep 0.1
-done
-grep -q "rx ready" "$work/rx.err" || gw_die "receiver did not register in 30 s"
+gw_rx_start "$work" rx -e sink --expect "$total" --writers-max $((procs * writers)) --idle-timeout 30
+pid_rx=$GW_PID_RX
 
 ((drop > 0)) && { gw_netns drop veth-b0 "$drop"; gw_netns drop veth-b1 "$drop"; } >/dev/null
 ((drop_acks > 0)) && { gw_netns drop veth-a0 "$drop_acks"; gw_netns drop veth-a1 "$drop_acks"; } >/dev/null
@@ -83,13 +57,6 @@ cpu_of() { # pid -> utime+stime in clock ticks
 rss_of() { # pid -> VmRSS in kB
     awk '/^VmRSS/ {print $2}' "/proc/$1/status"
 }
-# Wait for both gateways to see each other (bond mode 4 needs ~3 s).
-for _ in $(seq 300); do
-    grep -q "is up" "$work/alpha.log" && grep -q "is up" "$work/beta.log" && break
-    sleep 0.1
-done
-grep -q "is up" "$work/alpha.log" || { cat "$work/alpha.log" >&2; gw_die "gateways did not find each other"; }
-
 gw_log "pair: $procs processes x $writers writers x $msgs messages of $size bytes, batching $batch"
 cpu0=$(($(cpu_of "$pid_a") + $(cpu_of "$pid_b")))
 rss0=$(($(rss_of "$pid_a") + $(rss_of "$pid_b")))
@@ -113,11 +80,7 @@ cpu1=$(($(cpu_of "$pid_a") + $(cpu_of "$pid_b")))
 rss1=$(($(rss_of "$pid_a") + $(rss_of "$pid_b")))
 ((drop > 0 || drop_acks > 0)) && gw_netns drop veth-b0 0 >/dev/null && gw_netns drop veth-b1 0 >/dev/null &&
     gw_netns drop veth-a0 0 >/dev/null && gw_netns drop veth-a1 0 >/dev/null
-kill -INT "$pid_a" "$pid_b"
-for _ in $(seq 100); do
-    kill -0 "$pid_a" 2>/dev/null || kill -0 "$pid_b" 2>/dev/null || break
-    sleep 0.1
-done
+gw_gateways_down
 ((tx_fail)) && cat "$work"/tx*.err >&2
 
 [[ -s $work/rx.json && -s $work/alpha.json ]] || {

@@ -177,79 +177,89 @@ static void peers_tick(struct gw_gateway *g)
 
 /* --- receiver --- */
 
-static void reject_queue(struct gw_gateway *g, uint16_t node, const struct gw_rec *r, int err)
+/*
+ * Owe the sender of r a REJECT. -EBUSY when the queue of REJECTs to that
+ * node is full: the caller then holds the record and tries again once
+ * REJECTs have left, so none is dropped.
+ */
+static int reject_queue(struct gw_gateway *g, uint16_t node, const struct gw_rec *r, int err)
 {
 	struct gw_peer *p = &g->peers[node];
-	if (p->rejq_head - p->rejq_tail >= GW_REJECTQ) {
-		g->st.rejects_lost++;
-		return;
-	}
+	if (p->rejq_head - p->rejq_tail >= GW_REJECTQ)
+		return -EBUSY;
 	p->rejq[p->rejq_head++ & (GW_REJECTQ - 1)] = (struct gw_reject){
 		.dst_ep = r->dst_ep, .src_chan = r->src_chan, .msg_id = r->msg_id, .err = err,
 	};
+	return 0;
+}
+
+/*
+ * A full destination ring holds its lane (and so the sender's window) for at
+ * most dest_block_ms from the moment it filled; after that the channel
+ * counts as stopped and what is for it is rejected at once, until a
+ * delivery gets through again. One stopped reader thus delays the others
+ * once, by at most that bound, and never again while it stays stopped.
+ */
+static bool dest_hold(struct gw_gateway *g, struct gw_chan *c)
+{
+	if (!c->full_since_ns)
+		c->full_since_ns = g->now;
+	return g->now - c->full_since_ns < g->cfg->dest_block_ms * 1000000ull;
 }
 
 /* A REJECT for one of our clients: put it in the client's ring. */
 static int deliver_reject(struct gw_gateway *g, uint16_t node, uint16_t chan_id, uint32_t ep,
-			  uint32_t msg_id, int err)
+			  uint32_t msg_id, int err, struct gw_chan **dst)
 {
 	struct gw_chan *c = gw_ctl_chan(g, chan_id);
 	if (!c) {
 		g->st.rejects_lost++; /* the sender has left */
 		return 0;
 	}
+	*dst = c;
 	struct gw_chan_reject rj = { .err = err, .msg_id = msg_id };
 	struct gw_chan_desc d = {
 		.len = sizeof(rj), .node = node, .ep = ep, .chan = chan_id, .kind = GW_RK_REJECT,
 	};
-	int rc = gw_chan_deliver(c, &d, &rj);
-	if (rc == 0)
-		gw_chan_notify(c);
-	return rc;
+	return gw_chan_deliver(c, &d, &rj);
 }
 
 /*
- * Deliver one record. Returns 0 when it is done with (delivered, or its
- * sender will be told), -ENOBUFS when its destination is full for now.
+ * Deliver one record into its destination's ring; *dst is that channel.
+ * Returns 0 when the record is done with (delivered, or its sender will be
+ * told), -ENOBUFS when the ring is full, -EBUSY when a REJECT is owed but
+ * cannot be queued yet.
  */
 static int deliver_rec(struct gw_gateway *g, uint16_t src, const struct gw_rec *r,
-		       struct gw_chan **touched)
+		       struct gw_chan **dst)
 {
 	if (r->kind == GW_RK_REJECT) {
 		struct gw_chan_reject rj;
 		if (r->len < sizeof(rj))
 			return 0;
 		memcpy(&rj, r->data, sizeof(rj));
-		return deliver_reject(g, src, r->src_chan, r->dst_ep, r->msg_id, rj.err);
+		return deliver_reject(g, src, r->src_chan, r->dst_ep, r->msg_id, rj.err, dst);
 	}
 	struct gw_ep *e = gw_ctl_ep_find(g, r->dst_ep);
 	struct gw_chan *c = e ? gw_ctl_chan(g, e->chan_id) : NULL;
 	if (!c) {
-		g->st.reject_unknown_ep++;
-		reject_queue(g, src, r, -ENOENT);
-		return 0;
+		int rc = reject_queue(g, src, r, -ENOENT);
+		g->st.reject_unknown_ep += rc == 0;
+		return rc;
 	}
+	*dst = c;
 	struct gw_chan_desc d = {
 		.len = r->len, .node = src, .ep = r->dst_ep, .chan = r->src_chan, .kind = GW_RK_MSG,
 	};
 	int rc = gw_chan_deliver(c, &d, r->data);
-	if (rc == -EMSGSIZE) {
-		reject_queue(g, src, r, rc);
-		return 0;
-	}
-	if (rc == 0) {
+	if (rc == -EMSGSIZE)
+		return reject_queue(g, src, r, rc);
+	if (rc == 0)
 		g->st.msgs_in++;
-		*touched = c;
-	}
 	return rc;
 }
 
-/*
- * Deliver a lane's frames in order. A full destination holds the lane (and
- * so the sender's window) for at most dest_block_ms; after that its
- * messages are rejected back to their senders, so one stopped reader
- * cannot stall every other destination for long.
- */
+/* Deliver a lane's frames in order, as far as the destinations take them. */
 static bool deliver_lane(struct gw_gateway *g, uint16_t node, struct gw_peer *p)
 {
 	bool work = false;
@@ -263,23 +273,23 @@ static bool deliver_lane(struct gw_gateway *g, uint16_t node, struct gw_peer *p)
 		while ((more = gw_wire_rec_next(pl, len, &off, &r)) == 1) {
 			struct gw_chan *c = NULL;
 			int rc = deliver_rec(g, node, &r, &c);
+			if (rc == -EBUSY)
+				goto blocked;
 			if (rc == -ENOBUFS) {
-				if (!p->rx_blocked_ns)
-					p->rx_blocked_ns = g->now;
-				if (g->now - p->rx_blocked_ns < g->cfg->dest_block_ms * 1000000ull)
+				if (dest_hold(g, c))
+					goto blocked;
+				if (r.kind != GW_RK_MSG)
+					g->st.rejects_lost++; /* a REJECT its sender cannot take */
+				else if (reject_queue(g, node, &r, -ENOBUFS) < 0)
 					goto blocked;
 				g->st.reject_dest_full++;
-				if (r.kind == GW_RK_MSG)
-					reject_queue(g, node, &r, -ENOBUFS);
-				else
-					g->st.rejects_lost++;
-			} else {
-				p->rx_blocked_ns = 0;
-			}
-			if (c != last) {
-				if (last)
-					gw_chan_notify(last);
-				last = c;
+			} else if (c) {
+				c->full_since_ns = 0;
+				if (c != last) {
+					if (last)
+						gw_chan_notify(last);
+					last = c;
+				}
 			}
 			p->rx.cursor = (uint32_t)off;
 			work = true;
@@ -416,17 +426,22 @@ static void batch_reject(void *ctx, struct gw_chan *c, const struct gw_chan_msg 
 		};
 		struct gw_chan *dst = NULL;
 		err = deliver_rec(g, g->cfg->node_id, &r, &dst);
-		if (dst) {
-			g->st.msgs_local++;
-			gw_chan_notify(dst);
-		}
-		if (err == 0)
+		if (err == 0) {
+			if (dst) {
+				g->st.msgs_local++;
+				gw_chan_notify(dst);
+			}
 			return;
+		}
+		/* A full local ring: no lane to hold, so the sender hears at once. */
 	}
 	/* -ENOENT for a local unknown endpoint was queued to ourselves by
 	 * deliver_rec; everything else goes straight to the sender. */
-	if (deliver_reject(g, msg->node, (uint16_t)c->chan_id, msg->ep, msg->msg_id, err) < 0)
+	struct gw_chan *dst = NULL;
+	if (deliver_reject(g, msg->node, (uint16_t)c->chan_id, msg->ep, msg->msg_id, err, &dst) < 0)
 		g->st.rejects_lost++;
+	else if (dst)
+		gw_chan_notify(dst);
 	g->st.rejects_sent++;
 }
 
@@ -445,7 +460,11 @@ static void rejects_flush(struct gw_gateway *g, uint16_t node, struct gw_peer *p
 			.src_chan = rj->src_chan, .msg_id = rj->msg_id, .data = (const uint8_t *)&body,
 		};
 		if (node == g->cfg->node_id) {
-			deliver_reject(g, node, rj->src_chan, rj->dst_ep, rj->msg_id, rj->err);
+			struct gw_chan *dst = NULL;
+			if (deliver_reject(g, node, rj->src_chan, rj->dst_ep, rj->msg_id, rj->err, &dst) < 0)
+				g->st.rejects_lost++;
+			else if (dst)
+				gw_chan_notify(dst);
 		} else if (gw_batch_add(&g->batch, node, &r) < 0) {
 			return;
 		}

@@ -52,7 +52,6 @@ struct gw_peer {
 	char name[GW_NAME_MAX];
 	struct gw_lane_tx tx;
 	struct gw_lane_rx rx;
-	uint64_t rx_blocked_ns; /* when the head frame first found a full ring */
 	struct gw_reject rejq[GW_REJECTQ];
 	uint32_t rejq_head, rejq_tail;
 };

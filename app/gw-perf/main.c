@@ -2,14 +2,18 @@
 /*
  * gw-perf: load generator and verifying sink on libgridwire.
  *
- *   gw-perf tx -s SOCK -n NODE -e ENDPOINT [-w WRITERS] [-m MSGS] [-z SIZE]
- *              [--id-base N] [--rate MSGS_PER_S]
+ *   gw-perf tx -s SOCK -n NODE -e EP[,EP...] [-w WRITERS] [-m MSGS] [-z SIZE]
+ *              [--id-base N] [--rate MSGS_PER_S] [--linger-ms MS]
  *   gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N] [--idle-timeout S]
+ *              [--stall-s S]
  *
  * tx: WRITERS logical senders take turns; each sends MSGS messages of SIZE
- * bytes carrying (writer id, sequence number). rx: checks that every
- * writer's messages arrive exactly once and in order. Both end with one
- * JSON line on stdout.
+ * bytes carrying (writer id, sequence number), writer w to endpoint
+ * w % (number of endpoints). REJECTs (messages not delivered) are counted;
+ * --linger-ms keeps listening for late ones. rx: checks that every
+ * writer's messages arrive exactly once and in order; --stall-s registers
+ * and then reads nothing for S seconds (a stopped destination). Both end
+ * with one JSON line on stdout.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gridwire.h"
 
@@ -32,9 +37,11 @@ struct perf_hdr {
 	uint64_t sent_ns;
 };
 
+#define PERF_MAX_EPS 16
+
 struct opts {
 	const char *sock, *endpoint;
-	unsigned node, writers, size, id_base, writers_max, idle_timeout;
+	unsigned node, writers, size, id_base, writers_max, idle_timeout, linger_ms, stall_s;
 	uint64_t msgs, expect, rate;
 };
 
@@ -88,7 +95,12 @@ static int run_tx(const struct opts *o)
 	for (int i = 0; i < 300 && !gw_node_up(cl, (uint16_t)o->node); i++)
 		nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
 	uint8_t *buf = calloc(1, o->size);
-	uint32_t ep = gw_endpoint_id(o->endpoint);
+	uint32_t ep[PERF_MAX_EPS];
+	unsigned nep = 0;
+	char names[256];
+	snprintf(names, sizeof(names), "%s", o->endpoint);
+	for (char *sv, *t = strtok_r(names, ",", &sv); t && nep < PERF_MAX_EPS; t = strtok_r(NULL, ",", &sv))
+		ep[nep++] = gw_endpoint_id(t);
 	uint64_t total = o->msgs * o->writers, rejects = 0;
 	double c0 = cpu_s();
 	uint64_t t0 = now_ns();
@@ -105,11 +117,14 @@ static int run_tx(const struct opts *o)
 		}
 		h.sent_ns = now_ns();
 		memcpy(buf, &h, sizeof(h));
-		rc = gw_send_id(cl, (uint16_t)o->node, ep, buf, o->size, 0);
+		uint32_t to = ep[(i % o->writers) % nep];
+		rc = gw_send_id(cl, (uint16_t)o->node, to, buf, o->size, 0);
 		if (rc == -EAGAIN) {
 			rejects += drain_rejects(cl);
-			rc = gw_send_id(cl, (uint16_t)o->node, ep, buf, o->size, 10000);
+			rc = gw_send_id(cl, (uint16_t)o->node, to, buf, o->size, 10000);
 		}
+		if ((i & 1023) == 1023)
+			rejects += drain_rejects(cl);
 		if (rc < 0)
 			return fail("send", rc);
 	}
@@ -118,6 +133,10 @@ static int run_tx(const struct opts *o)
 	if (rc < 0)
 		return fail("flush", rc);
 	rejects += drain_rejects(cl);
+	for (uint64_t end = now_ns() + o->linger_ms * 1000000ull; now_ns() < end;) {
+		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+		rejects += drain_rejects(cl);
+	}
 	double el = (double)(t1 - t0) / 1e9;
 	printf("{\"role\":\"tx\",\"sent\":%" PRIu64 ",\"rejected\":%" PRIu64
 	       ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f}\n",
@@ -138,6 +157,8 @@ static int run_rx(const struct opts *o)
 		return fail(o->endpoint, rc);
 	/* Tell whoever started us that the endpoint exists. */
 	fprintf(stderr, "gw-perf: rx ready on %s\n", o->endpoint);
+	if (o->stall_s)
+		sleep(o->stall_s);
 	uint64_t *next = calloc(o->writers_max, sizeof(*next));
 	uint64_t got = 0, dups = 0, order = 0, bad = 0, t0 = 0, t1 = 0;
 	double c0 = cpu_s();
@@ -185,10 +206,10 @@ static int run_rx(const struct opts *o)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gw-perf tx -s SOCK -n NODE -e ENDPOINT [-w WRITERS] [-m MSGS] [-z SIZE]\n"
-		   "                 [--id-base N] [--rate MSGS_PER_S]\n"
+	fprintf(f, "usage: gw-perf tx -s SOCK -n NODE -e EP[,EP...] [-w WRITERS] [-m MSGS] [-z SIZE]\n"
+		   "                 [--id-base N] [--rate MSGS_PER_S] [--linger-ms MS]\n"
 		   "       gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N]\n"
-		   "                 [--idle-timeout S]\n");
+		   "                 [--idle-timeout S] [--stall-s S]\n");
 }
 
 int main(int argc, char **argv)
@@ -203,7 +224,8 @@ int main(int argc, char **argv)
 	bool tx = !strcmp(argv[1], "tx");
 	static const struct option lo[] = {
 		{ "id-base", 1, NULL, 'b' }, { "rate", 1, NULL, 'r' }, { "expect", 1, NULL, 'x' },
-		{ "writers-max", 1, NULL, 'W' }, { "idle-timeout", 1, NULL, 't' }, { 0 },
+		{ "writers-max", 1, NULL, 'W' }, { "idle-timeout", 1, NULL, 't' },
+		{ "linger-ms", 1, NULL, 'l' }, { "stall-s", 1, NULL, 'S' }, { 0 },
 	};
 	int c;
 	optind = 2;
@@ -220,6 +242,8 @@ int main(int argc, char **argv)
 		case 'x': o.expect = strtoull(optarg, NULL, 0); break;
 		case 'W': o.writers_max = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 't': o.idle_timeout = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'l': o.linger_ms = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'S': o.stall_s = (unsigned)strtoul(optarg, NULL, 0); break;
 		default: usage(stderr); return 2;
 		}
 	}

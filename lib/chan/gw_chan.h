@@ -103,6 +103,7 @@ struct gw_chan {
 	uint16_t cache_n, cache_i;
 	bool broken; /* the client wrote an invalid descriptor */
 	uint32_t ring_half; /* gateway: wake a blocked sender below this backlog */
+	uint64_t full_since_ns; /* gateway: when deliveries into RX began to fail */
 };
 
 /* A message as the gateway reads it from a TX ring. */
