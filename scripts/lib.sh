@@ -113,14 +113,20 @@ _gw_stop_pid() {
 
 # gw_gateways_up WORK [gridwired args...]: start both, wait until they see
 # each other (bond mode 4 takes about 3 s). Sets GW_PID_A and GW_PID_B.
+# GW_WORKERS=N gives each gateway N worker lcores besides its main one.
 gw_gateways_up() {
     local work=$1 bin=$_GW_LIB_ROOT/build/app/gridwired
     shift
     local ns=(gwa gwb) name=(alpha beta) cfg=(demo-a.ini demo-b.ini) pids=() i
+    local workers=${GW_WORKERS:-0} lcores k
     for i in 0 1; do
+        # Main lcore of alpha on CPU 0, of beta on CPU 1; workers alternate.
+        lcores=""
+        for k in $(seq 0 "$workers"); do lcores+="${lcores:+,}$k@$(((i + k) % 2))"; done
         rm -f "/run/gridwire/${name[i]}.sock"
         ip netns exec "${ns[i]}" "$bin" -c "$_GW_LIB_ROOT/config/${cfg[i]}" \
-            --set "eal.args=--no-pci --no-huge -m 512 --no-shconf -l $i" \
+            --set "eal.args=--no-pci --no-huge -m 512 --no-shconf --lcores=$lcores" \
+            --set "lcores.workers=$workers" \
             --stats-file "$work/${name[i]}.json" "$@" >"$work/${name[i]}.log" 2>&1 &
         pids+=($!)
         gw_cleanup_push _gw_stop_pid "$!"

@@ -6,7 +6,7 @@
 #
 #   scripts/pair.sh [--procs P] [--writers W] [--msgs M] [--size S]
 #                   [--batch on|off] [--drop PERMILLE] [--drop-acks PERMILLE]
-#                   [--set section.key=value]... [--keep-ns]
+#                   [--set section.key=value]... [--workers N] [--keep-ns]
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -25,6 +25,7 @@ while (($#)); do
     --drop) drop=$2; shift 2 ;;
     --drop-acks) drop_acks=$2; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
+    --workers) export GW_WORKERS=$2; shift 2 ;;
     --keep-ns) keep_ns=1; shift ;;
     *) gw_die "pair.sh: unknown option $1 (see the header of scripts/pair.sh)" ;;
     esac

@@ -118,7 +118,25 @@ int gw_ctl_open(struct gw_gateway *g)
 	return 0;
 }
 
-void gw_ctl_drop_client(struct gw_gateway *g, struct gw_client *cl)
+/* Tell the client's worker; false if its command ring is full for now. */
+static bool worker_cmd(struct gw_gateway *g, struct gw_client *cl, uint32_t op)
+{
+	struct gw_cmd cmd = { .op = op, .slot = (uint32_t)(cl - g->clients) };
+	return rte_ring_sp_enqueue_elem(g->workers[cl->worker].cmdq, &cmd, sizeof(cmd)) == 0;
+}
+
+static void free_slot(struct gw_gateway *g, struct gw_client *cl)
+{
+	if (cl->chan.shm)
+		gw_chan_destroy(&cl->chan);
+	memset(cl, 0, sizeof(*cl));
+}
+
+/*
+ * A client leaves: its endpoints go at once (so nothing more is delivered
+ * to it), its channel once its worker has let go of it (reap_clients).
+ */
+static void drop_client(struct gw_gateway *g, struct gw_client *cl)
 {
 	for (uint32_t i = 0; i < GW_EP_TABLE;) {
 		if (g->eps[i].id && g->eps[i].chan_id == cl->chan_id)
@@ -126,18 +144,28 @@ void gw_ctl_drop_client(struct gw_gateway *g, struct gw_client *cl)
 		else
 			i++;
 	}
-	if (cl->chan.shm) {
-		for (unsigned i = 0; i < g->nactive; i++)
-			if (g->active[i] == &cl->chan) {
-				g->active[i] = g->active[--g->nactive];
-				break;
-			}
-		gw_chan_destroy(&cl->chan);
-	}
 	g->chan_slot[cl->chan_id] = 0;
 	epoll_ctl(g->epfd, EPOLL_CTL_DEL, cl->sock, NULL);
 	close(cl->sock);
-	memset(cl, 0, sizeof(*cl));
+	cl->sock = -1;
+	if (!cl->chan.shm)
+		free_slot(g, cl);
+	else
+		cl->leaving = true;
+}
+
+/* Free the channels of clients that left, once their worker let go. */
+static void reap_clients(struct gw_gateway *g)
+{
+	for (unsigned i = 0; i < g->cfg->clients_max; i++) {
+		struct gw_client *cl = &g->clients[i];
+		if (!cl->used || !cl->leaving)
+			continue;
+		if (!cl->del_sent)
+			cl->del_sent = worker_cmd(g, cl, GW_CMD_DEL);
+		if (cl->del_sent && __atomic_load_n(&cl->released, __ATOMIC_ACQUIRE))
+			free_slot(g, cl);
+	}
 }
 
 static void ctl_accept(struct gw_gateway *g)
@@ -184,9 +212,15 @@ static int ctl_hello(struct gw_gateway *g, struct gw_client *cl, struct gw_ctl_m
 		return rc;
 	}
 	for (unsigned n = 0; n < GW_MAX_NODES; n++)
-		if (g->peers[n].up)
+		if (g->peers[n].up || n == c->node_id)
 			cl->chan.shm->nodes_up[n / 64] |= 1ull << (n % 64);
-	g->active[g->nactive++] = &cl->chan;
+	/* Channels are spread over the workers; all of one channel's
+	 * messages go through one worker and lane, which keeps their order. */
+	cl->worker = (uint16_t)(cl->chan_id % g->nlanes);
+	if (!worker_cmd(g, cl, GW_CMD_ADD)) {
+		gw_chan_destroy(&cl->chan);
+		return -EAGAIN;
+	}
 	m->arg = cl->chan_id;
 	m->arg2 = c->node_id;
 	fds[0] = cl->chan.memfd;
@@ -260,29 +294,35 @@ void gw_ctl_poll(struct gw_gateway *g)
 			continue;
 		}
 		struct gw_client *cl = &g->clients[k];
-		if (cl->used && !ctl_request(g, cl)) {
+		if (cl->used && !cl->leaving && !ctl_request(g, cl)) {
 			GW_LOG(INFO, "client %u left, channel reclaimed", cl->chan_id);
-			gw_ctl_drop_client(g, cl);
+			drop_client(g, cl);
 		}
 	}
 	/* A client that wrote an invalid descriptor is cut off: it can
 	 * only have hurt itself, and must not go on. */
-	for (unsigned i = 0; i < g->nactive; i++)
-		if (g->active[i]->broken) {
-			struct gw_client *cl = &g->clients[g->chan_slot[g->active[i]->chan_id] - 1];
+	for (unsigned i = 0; i < g->cfg->clients_max; i++) {
+		struct gw_client *cl = &g->clients[i];
+		if (cl->used && !cl->leaving && cl->chan.shm &&
+		    __atomic_load_n(&cl->chan.broken, __ATOMIC_RELAXED)) {
 			GW_LOG(WARNING, "client %u wrote an invalid descriptor: disconnected",
 			       cl->chan_id);
 			g->st.clients_broken++;
-			gw_ctl_drop_client(g, cl);
-			i--;
+			drop_client(g, cl);
 		}
+	}
+	reap_clients(g);
 }
 
 void gw_ctl_close(struct gw_gateway *g)
 {
+	/* The workers have stopped: channels can go straight away. */
 	for (unsigned i = 0; i < g->cfg->clients_max; i++)
-		if (g->clients[i].used)
-			gw_ctl_drop_client(g, &g->clients[i]);
+		if (g->clients[i].used) {
+			if (!g->clients[i].leaving)
+				close(g->clients[i].sock);
+			free_slot(g, &g->clients[i]);
+		}
 	if (g->epfd >= 0)
 		close(g->epfd);
 	if (g->listen_fd >= 0) {

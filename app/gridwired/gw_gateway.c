@@ -12,17 +12,17 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_random.h>
 
 #include "gw_gateway.h"
 
 #define GW_RX_BURST 32
-#define GW_DUE_MAX 32
 #define GW_BOND_POLL_NS (10 * 1000 * 1000ull) /* bond mode 4 wants tx every <100 ms */
 #define GW_CTL_POLL_NS (1000 * 1000ull)
 
-static uint64_t clock_ns(void)
+uint64_t gw_clock_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -31,56 +31,58 @@ static uint64_t clock_ns(void)
 
 /* --- port TX --- */
 
-static void tx_flush(struct gw_gateway *g)
+void gw_txq_flush(struct gw_txq *q, uint64_t now, struct gw_counters *st)
 {
-	if (g->ntxq == 0 && g->now - g->last_tx_ns < GW_BOND_POLL_NS)
+	if (q->n == 0 && now - q->last_tx_ns < GW_BOND_POLL_NS)
 		return;
-	uint16_t n = rte_eth_tx_burst(g->port.port_id, 0, g->txq, (uint16_t)g->ntxq);
-	g->last_tx_ns = g->now;
+	uint16_t n = rte_eth_tx_burst(q->port, q->queue, q->m, (uint16_t)q->n);
+	q->last_tx_ns = now;
 	for (unsigned i = 0; i < n; i++) {
-		g->st.tx_frames++;
-		g->st.tx_bytes += g->txq[i]->pkt_len;
+		st->tx_frames++;
+		st->tx_bytes += q->m[i]->pkt_len;
 	}
-	if (n < g->ntxq) {
-		g->st.tx_stalls++;
-		memmove(g->txq, g->txq + n, (g->ntxq - n) * sizeof(g->txq[0]));
+	if (n < q->n) {
+		st->tx_stalls++;
+		memmove(q->m, q->m + n, (q->n - n) * sizeof(q->m[0]));
 	}
-	g->ntxq -= n;
+	q->n -= n;
 }
 
-static void tx_enqueue(struct gw_gateway *g, struct rte_mbuf *m)
+void gw_txq_put(struct gw_txq *q, struct rte_mbuf *m, struct gw_counters *st)
 {
-	if (g->ntxq == GW_TXQ_MAX)
-		tx_flush(g);
-	if (g->ntxq == GW_TXQ_MAX) {
-		/* The NIC refuses everything: the lane keeps its copy and
-		 * retransmits it later, so dropping our extra reference is safe. */
+	if (q->n == GW_TXQ_MAX)
+		gw_txq_flush(q, q->last_tx_ns, st);
+	if (q->n == GW_TXQ_MAX) {
+		/* The NIC refuses everything. A DATA frame is still held by its
+		 * lane and goes again; an ACK or HELLO is repeated anyway. */
+		st->tx_stalls++;
 		rte_pktmbuf_free(m);
 		return;
 	}
-	g->txq[g->ntxq++] = m;
+	q->m[q->n++] = m;
 }
 
-static struct rte_mbuf *frame_alloc(struct gw_gateway *g)
+struct rte_mbuf *gw_frame_alloc(struct gw_gateway *g, struct gw_counters *st)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(g->port.pool);
 	if (!m)
-		g->st.nombuf++;
+		st->nombuf++;
 	return m;
 }
 
 /* Seal a frame whose payload is in place and queue it for the wire. */
-static void frame_send(struct gw_gateway *g, struct rte_mbuf *m, const struct gw_addr *dst,
-		       struct gw_hdr *h)
+void gw_frame_send(struct gw_gateway *g, struct gw_txq *q, struct gw_counters *st,
+		   struct rte_mbuf *m, const struct gw_addr *dst, struct gw_hdr *h)
 {
 	h->src_node = g->cfg->node_id;
 	h->epoch = g->epoch;
 	struct gw_addr src = g->self;
+	/* One UDP flow per lane: bond l34 hashing and RSS spread the lanes. */
 	src.port = (uint16_t)(g->self.port + h->lane);
 	size_t len = gw_wire_seal(rte_pktmbuf_mtod(m, uint8_t *), &src, dst, h);
 	m->data_len = (uint16_t)len;
 	m->pkt_len = (uint32_t)len;
-	tx_enqueue(g, m);
+	gw_txq_put(q, m, st);
 }
 
 static void release_mbuf(void *frame, void *ctx)
@@ -94,16 +96,32 @@ static void peer_set_up(struct gw_gateway *g, uint16_t node, struct gw_peer *p, 
 {
 	if (p->up == up)
 		return;
-	p->up = up;
+	__atomic_store_n(&p->up, up, __ATOMIC_RELEASE);
 	GW_LOG(NOTICE, "peer %u (%s) is %s", node, p->name, up ? "up" : "down");
 	gw_ctl_nodes_up(g, node, up);
 }
 
+/* Lane state for every lane, before any worker may see the peer. */
+static int peer_lanes(struct gw_gateway *g, uint16_t node, struct gw_peer *p)
+{
+	const struct gw_config *c = g->cfg;
+	for (unsigned i = 0; i < GW_LANES_MAX; i++)
+		if (gw_lane_tx_init(&p->tx[i], c->window, g->epoch, c->rto_min_us * 1000ull,
+				    c->rto_max_us * 1000ull, release_mbuf, NULL) < 0 ||
+		    gw_lane_rx_init(&p->rx[i], c->window, release_mbuf, NULL) < 0)
+			return -ENOMEM;
+	__atomic_store_n(&p->lanes, true, __ATOMIC_RELEASE);
+	g->known[g->nknown] = node;
+	__atomic_store_n(&g->nknown, g->nknown + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* A frame from a peer: check who it is and remember where it is. */
 static struct gw_peer *peer_heard(struct gw_gateway *g, const struct gw_hdr *h,
-				  const struct gw_addr *src)
+				  const struct gw_addr *src, bool hello)
 {
 	if (h->src_node == 0 || h->src_node >= GW_MAX_NODES || h->src_node == g->cfg->node_id ||
-	    h->dst_node != g->cfg->node_id) {
+	    (!hello && h->dst_node != g->cfg->node_id)) {
 		g->st.not_ours++;
 		return NULL;
 	}
@@ -113,45 +131,43 @@ static struct gw_peer *peer_heard(struct gw_gateway *g, const struct gw_hdr *h,
 		return NULL;
 	}
 	if (!p->lanes) {
-		if (gw_lane_tx_init(&p->tx, g->cfg->window, g->epoch, g->cfg->rto_min_us * 1000ull,
-				    g->cfg->rto_max_us * 1000ull, release_mbuf, NULL) < 0 ||
-		    gw_lane_rx_init(&p->rx, g->cfg->window, release_mbuf, NULL) < 0)
+		/* Lanes come with the first HELLO; until then DATA and ACKs
+		 * are dropped, and retransmission brings them again. */
+		if (!hello || peer_lanes(g, h->src_node, p) < 0)
 			return NULL;
-		p->lanes = true;
-		g->known[g->nknown++] = h->src_node;
 	}
-	p->addr = *src;
-	p->addr.port = g->self.port;
+	if (hello) {
+		p->addr = *src;
+		p->addr.port = g->self.port;
+	}
 	p->last_heard_ns = g->now;
 	return p;
 }
 
 static void hello_send(struct gw_gateway *g)
 {
-	static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
-	struct rte_mbuf *m = frame_alloc(g);
+	struct rte_mbuf *m = gw_frame_alloc(g, &g->st);
 	if (!m)
 		return;
 	struct gw_hello hello = { .interval_ms = (uint16_t)g->cfg->hello_ms };
 	snprintf(hello.name, sizeof(hello.name), "%s", g->cfg->node_name);
 	struct gw_hdr h = { .type = GW_FT_HELLO, .dst_node = 0xffff };
 	h.len = (uint32_t)gw_wire_hello_put(rte_pktmbuf_mtod(m, uint8_t *) + GW_FRAME_MIN, &hello);
-	struct gw_addr bc = { .ip = 0xffffffffu, .port = g->self.port };
-	memcpy(bc.mac, bcast, 6);
-	frame_send(g, m, &bc, &h);
+	struct gw_addr bc = { .mac = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff }, .ip = 0xffffffffu,
+			      .port = g->self.port };
+	gw_frame_send(g, &g->txq, &g->st, m, &bc, &h);
 }
 
 static void on_hello(struct gw_gateway *g, const struct gw_hdr *h, const uint8_t *pl,
 		     const struct gw_addr *src)
 {
 	struct gw_hello hello;
+	g->st.hello_frames++;
 	if (gw_wire_hello_get(pl, h->len, &hello) < 0) {
 		g->st.bad_frames++;
 		return;
 	}
-	struct gw_hdr hh = *h;
-	hh.dst_node = g->cfg->node_id; /* hellos are broadcast */
-	struct gw_peer *p = peer_heard(g, &hh, src);
+	struct gw_peer *p = peer_heard(g, h, src, true);
 	if (!p)
 		return;
 	if (p->epoch != h->epoch && p->epoch)
@@ -178,20 +194,12 @@ static void peers_tick(struct gw_gateway *g)
 /* --- receiver --- */
 
 /*
- * Owe the sender of r a REJECT. -EBUSY when the queue of REJECTs to that
- * node is full: the caller then holds the record and tries again once
- * REJECTs have left, so none is dropped.
+ * Owe the sender of r, on node, a REJECT. Local senders are told at once;
+ * for a peer the REJECT goes to a worker to travel on its lane. -EBUSY when
+ * that cannot happen yet: the caller holds the record and tries again, so
+ * no REJECT is dropped.
  */
-static int reject_queue(struct gw_gateway *g, uint16_t node, const struct gw_rec *r, int err)
-{
-	struct gw_peer *p = &g->peers[node];
-	if (p->rejq_head - p->rejq_tail >= GW_REJECTQ)
-		return -EBUSY;
-	p->rejq[p->rejq_head++ & (GW_REJECTQ - 1)] = (struct gw_reject){
-		.dst_ep = r->dst_ep, .src_chan = r->src_chan, .msg_id = r->msg_id, .err = err,
-	};
-	return 0;
-}
+static int reject_queue(struct gw_gateway *g, uint16_t node, const struct gw_rec *r, int err);
 
 /*
  * A full destination ring holds its lane (and so the sender's window) for at
@@ -222,6 +230,29 @@ static int deliver_reject(struct gw_gateway *g, uint16_t node, uint16_t chan_id,
 		.len = sizeof(rj), .node = node, .ep = ep, .chan = chan_id, .kind = GW_RK_REJECT,
 	};
 	return gw_chan_deliver(c, &d, &rj);
+}
+
+static int reject_queue(struct gw_gateway *g, uint16_t node, const struct gw_rec *r, int err)
+{
+	if (node == g->cfg->node_id) {
+		struct gw_chan *c = NULL;
+		if (deliver_reject(g, node, r->src_chan, r->dst_ep, r->msg_id, err, &c) == 0) {
+			if (c)
+				gw_chan_notify(c);
+			g->st.rejects_sent++;
+		} else if (dest_hold(g, c)) {
+			return -EBUSY;
+		} else {
+			g->st.rejects_lost++; /* the sender stopped reading */
+		}
+		return 0;
+	}
+	struct gw_reject rj = {
+		.node = node, .src_chan = r->src_chan, .dst_ep = r->dst_ep, .msg_id = r->msg_id,
+		.err = err,
+	};
+	struct gw_worker *w = &g->workers[r->src_chan % g->nlanes];
+	return rte_ring_sp_enqueue_elem(w->rejq, &rj, sizeof(rj)) == 0 ? 0 : -EBUSY;
 }
 
 /*
@@ -259,61 +290,99 @@ static int deliver_rec(struct gw_gateway *g, uint16_t src, const struct gw_rec *
 	return rc;
 }
 
-/* Deliver a lane's frames in order, as far as the destinations take them. */
-static bool deliver_lane(struct gw_gateway *g, uint16_t node, struct gw_peer *p)
+/*
+ * Deliver the records of frame m from node src, from *cursor on (a byte
+ * offset into its payload). Returns true when the frame is done with, false
+ * when a destination holds it (*cursor says where to go on).
+ */
+static bool deliver_frame(struct gw_gateway *g, uint16_t src, struct rte_mbuf *m,
+			  uint32_t *cursor, bool *work)
 {
-	bool work = false;
-	struct rte_mbuf *m;
+	const uint8_t *pl = rte_pktmbuf_mtod(m, uint8_t *) + GW_FRAME_MIN;
+	size_t len = m->pkt_len - GW_FRAME_MIN, off = *cursor;
 	struct gw_chan *last = NULL;
-	while ((m = gw_lane_rx_head(&p->rx)) != NULL) {
-		const uint8_t *pl = rte_pktmbuf_mtod(m, uint8_t *) + GW_FRAME_MIN;
-		size_t len = m->pkt_len - GW_FRAME_MIN, off = p->rx.cursor;
-		struct gw_rec r;
-		int more;
-		while ((more = gw_wire_rec_next(pl, len, &off, &r)) == 1) {
-			struct gw_chan *c = NULL;
-			int rc = deliver_rec(g, node, &r, &c);
-			if (rc == -EBUSY)
-				goto blocked;
-			if (rc == -ENOBUFS) {
-				if (dest_hold(g, c))
-					goto blocked;
-				if (r.kind != GW_RK_MSG)
-					g->st.rejects_lost++; /* a REJECT its sender cannot take */
-				else if (reject_queue(g, node, &r, -ENOBUFS) < 0)
-					goto blocked;
-				g->st.reject_dest_full++;
-			} else if (c) {
-				c->full_since_ns = 0;
-				if (c != last) {
-					if (last)
-						gw_chan_notify(last);
-					last = c;
-				}
-			}
-			p->rx.cursor = (uint32_t)off;
-			work = true;
+	struct gw_rec r;
+	int more;
+	bool done = true;
+	while ((more = gw_wire_rec_next(pl, len, &off, &r)) == 1) {
+		struct gw_chan *c = NULL;
+		int rc = deliver_rec(g, src, &r, &c);
+		if (rc == -EBUSY) {
+			done = false;
+			break;
 		}
-		if (more < 0)
-			g->st.bad_frames++; /* CRC-valid but malformed: skip the rest */
-		gw_lane_rx_pop(&p->rx);
+		if (rc == -ENOBUFS) {
+			if (dest_hold(g, c)) {
+				done = false;
+				break;
+			}
+			if (r.kind != GW_RK_MSG)
+				g->st.rejects_lost++; /* a REJECT its sender cannot take */
+			else if (reject_queue(g, src, &r, -ENOBUFS) < 0) {
+				done = false;
+				break;
+			}
+			g->st.reject_dest_full++;
+		} else if (c) {
+			c->full_since_ns = 0;
+			if (c != last) {
+				if (last)
+					gw_chan_notify(last);
+				last = c;
+			}
+		}
+		*cursor = (uint32_t)off;
+		*work = true;
 	}
-blocked:
+	if (more < 0)
+		g->st.bad_frames++; /* CRC-valid but malformed: skip the rest */
 	if (last)
 		gw_chan_notify(last);
+	return done;
+}
+
+static bool deliver_lanes(struct gw_gateway *g)
+{
+	bool work = false;
+	for (unsigned k = 0; k < g->nknown; k++) {
+		uint16_t node = g->known[k];
+		struct gw_peer *p = &g->peers[node];
+		for (unsigned l = 0; l < GW_LANES_MAX; l++) {
+			struct gw_lane_rx *rx = &p->rx[l];
+			struct rte_mbuf *m;
+			while ((m = gw_lane_rx_head(rx)) && deliver_frame(g, node, m, &rx->cursor, &work))
+				gw_lane_rx_pop(rx);
+			if (rx->ack_due) {
+				struct rte_mbuf *a = gw_frame_alloc(g, &g->st);
+				if (!a)
+					continue;
+				struct gw_ack ack;
+				gw_lane_rx_ack(rx, &ack);
+				struct gw_hdr h = { .type = GW_FT_ACK, .dst_node = node, .lane = (uint16_t)l };
+				h.len = (uint32_t)gw_wire_ack_put(rte_pktmbuf_mtod(a, uint8_t *) + GW_FRAME_MIN,
+								 &ack);
+				gw_frame_send(g, &g->txq, &g->st, a, &p->addr, &h);
+			}
+		}
+	}
 	return work;
 }
 
-static void ack_send(struct gw_gateway *g, struct gw_peer *p)
+/* Frames the workers built for this node itself. */
+static bool deliver_loopback(struct gw_gateway *g)
 {
-	struct rte_mbuf *m = frame_alloc(g);
-	if (!m)
-		return;
-	struct gw_ack a;
-	gw_lane_rx_ack(&p->rx, &a);
-	struct gw_hdr h = { .type = GW_FT_ACK, .dst_node = (uint16_t)(p - g->peers) };
-	h.len = (uint32_t)gw_wire_ack_put(rte_pktmbuf_mtod(m, uint8_t *) + GW_FRAME_MIN, &a);
-	frame_send(g, m, &p->addr, &h);
+	bool work = false;
+	for (;;) {
+		if (!g->loop_head) {
+			if (rte_ring_sc_dequeue(g->loopback, (void **)&g->loop_head))
+				return work;
+			g->loop_cursor = 0;
+		}
+		if (!deliver_frame(g, g->cfg->node_id, g->loop_head, &g->loop_cursor, &work))
+			return work;
+		rte_pktmbuf_free(g->loop_head);
+		g->loop_head = NULL;
+	}
 }
 
 /* --- port RX --- */
@@ -328,6 +397,8 @@ static void on_frame(struct gw_gateway *g, struct rte_mbuf *m)
 	int rc = m->nb_segs != 1 ? GW_EWIRE_SHORT
 				 : gw_wire_parse(rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
 						 g->self.port, &h, &pl, &src);
+	if (rc == 0 && h.lane >= GW_LANES_MAX)
+		rc = GW_EWIRE_VERSION; /* more lanes than any gateway has */
 	if (rc < 0) {
 		if (rc == GW_EWIRE_CRC)
 			g->st.bad_crc++;
@@ -343,24 +414,24 @@ static void on_frame(struct gw_gateway *g, struct rte_mbuf *m)
 		rte_pktmbuf_free(m);
 		return;
 	}
-	struct gw_peer *p = peer_heard(g, &h, &src);
+	struct gw_peer *p = peer_heard(g, &h, &src, false);
 	if (!p) {
 		rte_pktmbuf_free(m);
 		return;
 	}
 	if (h.type == GW_FT_ACK) {
-		struct gw_ack a;
+		struct gw_ack_msg a = { .node = h.src_node };
 		g->st.ack_frames++;
-		if (gw_wire_ack_get(pl, h.len, &a) < 0)
+		if (h.lane >= g->nlanes || gw_wire_ack_get(pl, h.len, &a.ack) < 0)
 			g->st.bad_frames++;
-		else
-			gw_lane_tx_ack(&p->tx, &a, g->now);
+		else if (rte_ring_sp_enqueue_elem(g->workers[h.lane].inbox, &a, sizeof(a)) != 0)
+			g->st.tx_stalls++; /* a later ACK says the same and more */
 		rte_pktmbuf_free(m);
 		return;
 	}
 	g->st.data_frames++;
 	m->pkt_len = m->data_len = (uint16_t)(GW_FRAME_MIN + h.len); /* drop link padding */
-	switch (gw_lane_rx_accept(&p->rx, &h, m)) {
+	switch (gw_lane_rx_accept(&p->rx[h.lane], &h, m)) {
 	case GW_RX_STORED:
 		break;
 	case GW_RX_DUP:
@@ -374,164 +445,35 @@ static void on_frame(struct gw_gateway *g, struct rte_mbuf *m)
 	}
 }
 
-/* --- worker --- */
+/* --- the main loop --- */
 
-static int batch_open(void *ctx, uint16_t node, struct gw_batch_frame *f)
-{
-	struct gw_gateway *g = ctx;
-	if (node == g->cfg->node_id)
-		return -ELOOP; /* delivered locally by batch_reject */
-	struct gw_peer *p = &g->peers[node];
-	if (!p->up)
-		return -EHOSTUNREACH;
-	if (!gw_lane_tx_open(&p->tx) || g->ntxq >= GW_TXQ_MAX - 1)
-		return -EAGAIN;
-	struct rte_mbuf *m = frame_alloc(g);
-	if (!m)
-		return -EAGAIN;
-	f->handle = m;
-	f->payload = rte_pktmbuf_mtod(m, uint8_t *) + GW_FRAME_MIN;
-	f->cap = g->payload_max;
-	return 0;
-}
-
-static void batch_ship(void *ctx, struct gw_batch_frame *f)
-{
-	struct gw_gateway *g = ctx;
-	struct rte_mbuf *m = f->handle;
-	if (f->nrec == 0) {
-		rte_pktmbuf_free(m);
-		return;
-	}
-	struct gw_peer *p = &g->peers[f->node];
-	struct gw_hdr h = {
-		.type = GW_FT_DATA, .dst_node = f->node, .nrec = f->nrec,
-		.seq = p->tx.nxt, .base = p->tx.una, .len = (uint32_t)f->used,
-	};
-	frame_send(g, m, &p->addr, &h);
-	/* The lane keeps the frame for retransmission; the NIC frees its own
-	 * reference once sent. */
-	rte_mbuf_refcnt_update(m, 1);
-	gw_lane_tx_push(&p->tx, m, g->now);
-	g->st.msgs_out += f->nrec;
-}
-
-static void batch_reject(void *ctx, struct gw_chan *c, const struct gw_chan_msg *msg, int err)
-{
-	struct gw_gateway *g = ctx;
-	if (err == -ELOOP) {
-		struct gw_rec r = {
-			.kind = GW_RK_MSG, .len = msg->len, .dst_ep = msg->ep,
-			.src_chan = (uint16_t)c->chan_id, .msg_id = msg->msg_id, .data = msg->data,
-		};
-		struct gw_chan *dst = NULL;
-		err = deliver_rec(g, g->cfg->node_id, &r, &dst);
-		if (err == 0) {
-			if (dst) {
-				g->st.msgs_local++;
-				gw_chan_notify(dst);
-			}
-			return;
-		}
-		/* A full local ring: no lane to hold, so the sender hears at once. */
-	}
-	/* -ENOENT for a local unknown endpoint was queued to ourselves by
-	 * deliver_rec; everything else goes straight to the sender. */
-	struct gw_chan *dst = NULL;
-	if (deliver_reject(g, msg->node, (uint16_t)c->chan_id, msg->ep, msg->msg_id, err, &dst) < 0)
-		g->st.rejects_lost++;
-	else if (dst)
-		gw_chan_notify(dst);
-	g->st.rejects_sent++;
-}
-
-static const struct gw_batch_ops batch_ops = {
-	.open = batch_open, .ship = batch_ship, .reject = batch_reject,
-};
-
-/* REJECT records owed to a peer ride in front of the next messages. */
-static void rejects_flush(struct gw_gateway *g, uint16_t node, struct gw_peer *p)
-{
-	while (p->rejq_tail != p->rejq_head) {
-		struct gw_reject *rj = &p->rejq[p->rejq_tail & (GW_REJECTQ - 1)];
-		struct gw_chan_reject body = { .err = rj->err, .msg_id = rj->msg_id };
-		struct gw_rec r = {
-			.kind = GW_RK_REJECT, .len = sizeof(body), .dst_ep = rj->dst_ep,
-			.src_chan = rj->src_chan, .msg_id = rj->msg_id, .data = (const uint8_t *)&body,
-		};
-		if (node == g->cfg->node_id) {
-			struct gw_chan *dst = NULL;
-			if (deliver_reject(g, node, rj->src_chan, rj->dst_ep, rj->msg_id, rj->err, &dst) < 0)
-				g->st.rejects_lost++;
-			else if (dst)
-				gw_chan_notify(dst);
-		} else if (gw_batch_add(&g->batch, node, &r) < 0) {
-			return;
-		}
-		p->rejq_tail++;
-		g->st.rejects_sent++;
-	}
-}
-
-/* --- the loop --- */
-
-static bool retransmit(struct gw_gateway *g)
-{
-	bool work = false;
-	for (unsigned k = 0; k < g->nknown; k++) {
-		struct gw_peer *p = &g->peers[g->known[k]];
-		if (gw_lane_tx_inflight(&p->tx) == 0)
-			continue;
-		void *due[GW_DUE_MAX];
-		unsigned k = gw_lane_tx_due(&p->tx, g->now, due, GW_DUE_MAX);
-		for (unsigned i = 0; i < k; i++) {
-			rte_mbuf_refcnt_update(due[i], 1);
-			tx_enqueue(g, due[i]);
-		}
-		g->st.retrans += k;
-		work |= k > 0;
-	}
-	return work;
-}
-
-static bool loop_once(struct gw_gateway *g)
+static bool main_step(struct gw_gateway *g)
 {
 	struct rte_mbuf *rx[GW_RX_BURST];
 	bool work = false;
-	g->now = clock_ns();
-
-	uint16_t n = rte_eth_rx_burst(g->port.port_id, 0, rx, GW_RX_BURST);
-	for (uint16_t i = 0; i < n; i++)
-		on_frame(g, rx[i]);
-	work |= n > 0;
-
-	for (unsigned k = 0; k < g->nknown; k++) {
-		uint16_t node = g->known[k];
-		struct gw_peer *p = &g->peers[node];
-		work |= deliver_lane(g, node, p);
-		if (p->rx.ack_due)
-			ack_send(g, p);
-		rejects_flush(g, node, p);
+	g->now = gw_clock_ns();
+	for (uint16_t q = 0; q < g->port.nqueues; q++) {
+		uint16_t n = rte_eth_rx_burst(g->port.port_id, q, rx, GW_RX_BURST);
+		for (uint16_t i = 0; i < n; i++)
+			on_frame(g, rx[i]);
+		work |= n > 0;
 	}
-
-	if (!g->draining)
-		work |= gw_batch_pass(&g->batch, g->active, g->nactive) > 0;
-	else
-		gw_batch_pass(&g->batch, NULL, 0); /* ships queued REJECTs */
-	work |= retransmit(g);
+	work |= deliver_lanes(g);
+	work |= deliver_loopback(g);
 	peers_tick(g);
-	tx_flush(g);
 	if (g->now - g->last_ctl_ns >= GW_CTL_POLL_NS) {
 		g->last_ctl_ns = g->now;
 		gw_ctl_poll(g);
 	}
+	if (!g->cfg->workers)
+		work |= gw_worker_step(&g->workers[0]);
+	gw_txq_flush(&g->txq, g->now, &g->st);
 	return work;
 }
 
 /* Spin, then yield, then sleep for growing spans up to sleep_max_us. */
-static void idle(struct gw_gateway *g, unsigned *idle_polls)
+void gw_idle(const struct gw_config *c, unsigned *idle_polls)
 {
-	const struct gw_config *c = g->cfg;
 	unsigned k = (*idle_polls)++;
 	if (c->idle == GW_IDLE_SPIN || k < c->spin_polls) {
 		rte_pause();
@@ -556,10 +498,17 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg)
 	g->listen_fd = g->epfd = -1;
 	g->epoch = (uint32_t)rte_rand() | 1;
 	g->payload_max = cfg->mtu - GW_IP_HLEN - GW_UDP_HLEN - GW_HDR_LEN;
+	g->nlanes = cfg->workers ? cfg->workers : 1;
+	if (cfg->workers && rte_lcore_count() < cfg->workers + 1) {
+		GW_LOG(ERR, "[lcores] workers = %u needs %u lcores, EAL has %u: list them in [eal] args (-l)",
+		       cfg->workers, cfg->workers + 1, rte_lcore_count());
+		return -EINVAL;
+	}
 	g->peers = rte_zmalloc("gw_peers", sizeof(*g->peers) * GW_MAX_NODES, 64);
 	g->clients = rte_zmalloc("gw_clients", sizeof(*g->clients) * cfg->clients_max, 64);
-	g->active = rte_zmalloc("gw_active", sizeof(*g->active) * cfg->clients_max, 64);
-	if (!g->peers || !g->clients || !g->active)
+	g->workers = rte_zmalloc("gw_workers", sizeof(*g->workers) * g->nlanes, 64);
+	g->loopback = rte_ring_create("gw_loopback", 1024, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	if (!g->peers || !g->clients || !g->workers || !g->loopback)
 		return -ENOMEM;
 	for (unsigned n = 1; n < GW_MAX_NODES; n++)
 		g->peers[n].allowed = cfg->npeers == 0;
@@ -567,41 +516,50 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg)
 		g->peers[cfg->peers[i]].allowed = true;
 	g->peers[cfg->node_id].allowed = false;
 
-	int rc = gw_port_open(&g->port, cfg);
+	/* Queue 0 is the main lcore's; each worker lcore has one more. */
+	int rc = gw_port_open(&g->port, cfg, (uint16_t)(cfg->workers + 1));
 	if (rc < 0)
 		return rc;
 	memcpy(g->self.mac, g->port.mac.addr_bytes, 6);
 	g->self.ip = cfg->ip;
 	g->self.port = cfg->udp_port;
-	gw_batch_init(&g->batch, &batch_ops, g, (uint16_t)cfg->batch_max, 256);
+	g->txq.port = g->port.port_id;
+	for (unsigned i = 0; i < g->nlanes; i++)
+		if ((rc = gw_worker_init(&g->workers[i], g, (uint16_t)i)) < 0)
+			return rc;
 	rc = gw_ctl_open(g);
 	if (rc < 0)
 		return rc;
 	prctl(PR_SET_TIMERSLACK, 1000UL); /* make short sleeps short */
-	GW_LOG(NOTICE, "node %u (%s) epoch %08x listening on %s, port %s mode %u, mtu %u, %s",
+	GW_LOG(NOTICE, "node %u (%s) epoch %08x listening on %s, port %s mode %u, mtu %u, %s, %s",
 	       cfg->node_id, cfg->node_name, g->epoch, cfg->socket_path,
 	       g->port.bonded ? "bond" : "af_packet", cfg->bond_mode, cfg->mtu,
-	       cfg->batch_max == 1 ? "batching off" : "batching on");
+	       cfg->batch_max == 1 ? "batching off" : "batching on",
+	       cfg->workers ? "split lcores" : "one lcore");
 	return 0;
 }
 
 static uint64_t inflight_frames(const struct gw_gateway *g)
 {
 	uint64_t n = 0;
-	for (unsigned k = 0; k < g->nknown; k++)
-		n += gw_lane_tx_inflight(&g->peers[g->known[k]].tx);
+	for (unsigned i = 0; i < g->nlanes; i++)
+		n += gw_worker_inflight(&g->workers[i]);
 	return n;
 }
 
 void gw_gateway_run(struct gw_gateway *g, volatile bool *stop, unsigned flush_ms)
 {
-	unsigned idle_polls = 0;
+	unsigned idle_polls = 0, lcore = rte_get_next_lcore(-1, 1, 0);
+	for (unsigned i = 0; i < g->cfg->workers; i++, lcore = rte_get_next_lcore(lcore, 1, 0)) {
+		g->workers[i].lcore = lcore;
+		rte_eal_remote_launch(gw_worker_main, &g->workers[i], lcore);
+	}
 	bool link = false;
 	while (!*stop) {
-		if (loop_once(g))
+		if (main_step(g))
 			idle_polls = 0;
 		else
-			idle(g, &idle_polls);
+			gw_idle(g->cfg, &idle_polls);
 		if (!link && gw_port_link_up(&g->port)) {
 			link = true;
 			GW_LOG(NOTICE, "link up");
@@ -609,18 +567,21 @@ void gw_gateway_run(struct gw_gateway *g, volatile bool *stop, unsigned flush_ms
 	}
 	/* Shutdown: take nothing new, let in-flight frames be acked. */
 	g->draining = true;
-	uint64_t end = clock_ns() + flush_ms * 1000000ull;
+	uint64_t end = gw_clock_ns() + flush_ms * 1000000ull;
 	GW_LOG(NOTICE, "stopping: flushing %" PRIu64 " frames in flight", inflight_frames(g));
-	while (inflight_frames(g) && clock_ns() < end) {
-		if (loop_once(g))
+	while (inflight_frames(g) && gw_clock_ns() < end) {
+		if (main_step(g))
 			idle_polls = 0;
 		else
-			idle(g, &idle_polls);
+			gw_idle(g->cfg, &idle_polls);
 	}
+	__atomic_store_n(&g->stop_workers, true, __ATOMIC_RELEASE);
+	rte_eal_mp_wait_lcore();
 	uint64_t left = inflight_frames(g), waiting = 0;
-	for (unsigned i = 0; i < g->nactive; i++) {
-		struct rte_ring *r = g->active[i]->tx_ring;
-		waiting += rte_ring_count(r) + g->active[i]->cache_n - g->active[i]->cache_i;
+	for (unsigned i = 0; i < g->cfg->clients_max; i++) {
+		const struct gw_chan *c = &g->clients[i].chan;
+		if (g->clients[i].used && c->shm)
+			waiting += rte_ring_count(c->tx_ring) + c->cache_n - c->cache_i;
 	}
 	if (left || waiting)
 		GW_LOG(WARNING, "stopped with %" PRIu64 " frames unacknowledged and %" PRIu64
@@ -632,9 +593,19 @@ void gw_gateway_run(struct gw_gateway *g, volatile bool *stop, unsigned flush_ms
 
 void gw_gateway_stats_json(const struct gw_gateway *g, char *buf, size_t len)
 {
-	const struct gw_counters *s = &g->st;
+	struct gw_counters s = g->st;
+	uint64_t frames = 0, full_stops = 0;
+	for (unsigned i = 0; i < g->nlanes; i++) {
+		const struct gw_counters *w = &g->workers[i].st;
+		const uint64_t *a = (const uint64_t *)w;
+		uint64_t *t = (uint64_t *)&s;
+		for (size_t k = 0; k < sizeof(s) / sizeof(uint64_t); k++)
+			t[k] += a[k];
+		frames += g->workers[i].batch.frames;
+		full_stops += g->workers[i].batch.full_stops;
+	}
 	snprintf(buf, len,
-		 "{\"node\":%u,\"rx_frames\":%" PRIu64 ",\"tx_frames\":%" PRIu64
+		 "{\"node\":%u,\"lanes\":%u,\"rx_frames\":%" PRIu64 ",\"tx_frames\":%" PRIu64
 		 ",\"rx_bytes\":%" PRIu64 ",\"tx_bytes\":%" PRIu64 ",\"data_frames_rx\":%" PRIu64
 		 ",\"data_frames_tx\":%" PRIu64 ",\"msgs_out\":%" PRIu64 ",\"msgs_in\":%" PRIu64
 		 ",\"msgs_local\":%" PRIu64 ",\"msgs_per_frame\":%.2f,\"retrans\":%" PRIu64
@@ -644,26 +615,37 @@ void gw_gateway_stats_json(const struct gw_gateway *g, char *buf, size_t len)
 		 ",\"reject_unknown_ep\":%" PRIu64 ",\"reject_dest_full\":%" PRIu64
 		 ",\"nombuf\":%" PRIu64 ",\"tx_stalls\":%" PRIu64 ",\"clients_broken\":%" PRIu64
 		 ",\"batch_full_stops\":%" PRIu64 "}",
-		 g->cfg->node_id, s->rx_frames, s->tx_frames, s->rx_bytes, s->tx_bytes,
-		 s->data_frames, g->batch.frames, s->msgs_out, s->msgs_in, s->msgs_local,
-		 g->batch.frames ? (double)s->msgs_out / (double)g->batch.frames : 0.0, s->retrans,
-		 s->dup_frames, s->beyond_window, s->bad_crc, s->bad_frames, s->not_ours,
-		 s->unknown_peer, s->rejects_sent, s->rejects_lost, s->reject_unknown_ep,
-		 s->reject_dest_full, s->nombuf, s->tx_stalls, s->clients_broken,
-		 g->batch.full_stops);
+		 g->cfg->node_id, g->nlanes, s.rx_frames, s.tx_frames, s.rx_bytes, s.tx_bytes,
+		 s.data_frames, frames, s.msgs_out, s.msgs_in, s.msgs_local,
+		 frames ? (double)(s.msgs_out + s.msgs_local) / (double)frames : 0.0, s.retrans,
+		 s.dup_frames, s.beyond_window, s.bad_crc, s.bad_frames, s.not_ours,
+		 s.unknown_peer, s.rejects_sent, s.rejects_lost, s.reject_unknown_ep,
+		 s.reject_dest_full, s.nombuf, s.tx_stalls, s.clients_broken, full_stops);
 }
 
 void gw_gateway_fini(struct gw_gateway *g)
 {
 	gw_ctl_close(g);
-	for (unsigned k = 0; k < g->nknown; k++) {
-		gw_lane_tx_fini(&g->peers[g->known[k]].tx);
-		gw_lane_rx_fini(&g->peers[g->known[k]].rx);
+	for (unsigned k = 0; k < g->nknown; k++)
+		for (unsigned l = 0; l < GW_LANES_MAX; l++) {
+			gw_lane_tx_fini(&g->peers[g->known[k]].tx[l]);
+			gw_lane_rx_fini(&g->peers[g->known[k]].rx[l]);
+		}
+	if (g->workers)
+		for (unsigned i = 0; i < g->nlanes; i++)
+			gw_worker_fini(&g->workers[i]);
+	for (unsigned i = 0; i < g->txq.n; i++)
+		rte_pktmbuf_free(g->txq.m[i]);
+	if (g->loop_head)
+		rte_pktmbuf_free(g->loop_head);
+	if (g->loopback) {
+		struct rte_mbuf *m;
+		while (rte_ring_dequeue(g->loopback, (void **)&m) == 0)
+			rte_pktmbuf_free(m);
+		rte_ring_free(g->loopback);
 	}
-	for (unsigned i = 0; i < g->ntxq; i++)
-		rte_pktmbuf_free(g->txq[i]);
 	gw_port_close(&g->port);
 	rte_free(g->peers);
 	rte_free(g->clients);
-	rte_free(g->active);
+	rte_free(g->workers);
 }

@@ -2,14 +2,24 @@
 /*
  * gridwired internals: the gateway's state and its roles.
  *
- * Roles (each a function the lcore loop calls in turn, run to completion):
- *   port RX   - rx_burst, parse, route DATA to lanes, ACKs to senders, HELLOs
- *               to the peer table;
+ * Main lcore (gw_gateway.c):
+ *   port RX   - rx_burst on every queue, parse, DATA to the receive lanes,
+ *               ACKs to the worker owning the lane, HELLOs to the peer table;
  *   receiver  - deliver each lane's frames in order into destination
  *               channels, then ack what is delivered;
- *   worker    - one batch pass over the client channels into frames;
- *   port TX   - retransmissions, hellos, tx_burst;
- *   control   - the client socket (connect, register, disconnect).
+ *   control   - the client socket (gw_ctl.c): connect, register, leave.
+ * Workers (gw_worker.c), one lane to each peer apiece:
+ *   worker    - batch passes over its share of the client channels;
+ *   port TX   - its own TX queue: frames, retransmissions, REJECTs.
+ *
+ * With [lcores] workers = 0 the main lcore runs worker 0's step too, in the
+ * same loop (run to completion). Either way workers talk to the main lcore
+ * only through rings, so both layouts run the same code:
+ *   main -> worker: ACKs for its lane (mbufs), REJECTs owed to peers,
+ *                   channel add/remove commands;
+ *   worker -> main: nothing but counters and a released-channel flag.
+ * Only the main lcore writes a client's RX ring, so every ring stays
+ * single-producer/single-consumer.
  */
 #ifndef GW_GATEWAY_H
 #define GW_GATEWAY_H
@@ -19,6 +29,7 @@
 
 #include <rte_log.h>
 #include <rte_mbuf.h>
+#include <rte_ring.h>
 
 #include "gw_batch.h"
 #include "gw_chan.h"
@@ -33,42 +44,28 @@ extern int gw_logtype;
 
 #define GW_TXQ_MAX 256
 #define GW_EP_TABLE 4096 /* endpoint slots, power of two */
-#define GW_REJECTQ 1024  /* pending REJECT records per peer, power of two */
+#define GW_LANES_MAX (GW_CONFIG_MAX_WORKERS > 0 ? GW_CONFIG_MAX_WORKERS : 1)
+#define GW_INBOX 1024    /* ACK mbufs queued to a worker */
+#define GW_REJECTQ 4096  /* REJECTs queued to a worker */
+#define GW_CMDQ 256      /* channel commands queued to a worker */
 
+/* A REJECT owed to the sender of a message on a peer node. */
 struct gw_reject {
-	uint32_t dst_ep;
+	uint16_t node;
 	uint16_t src_chan;
+	uint32_t dst_ep;
 	uint32_t msg_id;
 	int32_t err;
 };
 
-struct gw_peer {
-	bool allowed; /* may talk to us (configured, or any when none is) */
-	bool up;      /* heard from within peer_timeout */
-	bool lanes;   /* tx/rx lane state allocated */
-	uint32_t epoch;
-	uint64_t last_heard_ns;
-	struct gw_addr addr;
-	char name[GW_NAME_MAX];
-	struct gw_lane_tx tx;
-	struct gw_lane_rx rx;
-	struct gw_reject rejq[GW_REJECTQ];
-	uint32_t rejq_head, rejq_tail;
+/* An ACK the main lcore hands to the worker owning the lane. */
+struct gw_ack_msg {
+	uint16_t node;
+	uint16_t pad;
+	struct gw_ack ack;
 };
 
-struct gw_client {
-	bool used;
-	int sock;
-	uint16_t chan_id;
-	struct gw_chan chan;
-};
-
-struct gw_ep {
-	uint32_t id; /* 0 = free */
-	uint16_t chan_id;
-	char name[GW_NAME_MAX];
-};
-
+/* Per-lcore counters; the stats sum them. */
 struct gw_counters {
 	uint64_t rx_frames, rx_bytes, tx_frames, tx_bytes;
 	uint64_t data_frames, ack_frames, hello_frames;
@@ -77,6 +74,69 @@ struct gw_counters {
 	uint64_t dup_frames, beyond_window, retrans;
 	uint64_t rejects_sent, rejects_lost, reject_unknown_ep, reject_dest_full;
 	uint64_t nombuf, tx_stalls, clients_broken;
+};
+
+/* One TX queue and the frames waiting for it. */
+struct gw_txq {
+	uint16_t port, queue;
+	unsigned n;
+	uint64_t last_tx_ns;
+	struct rte_mbuf *m[GW_TXQ_MAX];
+};
+
+struct gw_peer {
+	bool allowed; /* may talk to us (configured, or any when none is) */
+	bool up;      /* heard from within peer_timeout */
+	bool lanes;   /* lane state allocated (read by workers with acquire) */
+	uint32_t epoch;
+	uint64_t last_heard_ns;
+	struct gw_addr addr;
+	char name[GW_NAME_MAX];
+	struct gw_lane_tx tx[GW_LANES_MAX]; /* ours to it: lane i is worker i's */
+	struct gw_lane_rx rx[GW_LANES_MAX]; /* its lanes to us */
+};
+
+struct gw_gateway;
+
+struct gw_worker {
+	struct gw_gateway *g;
+	uint16_t lane;
+	unsigned lcore;
+	struct gw_batcher batch;
+	struct gw_txq txq;
+	struct gw_chan **chans; /* channels this worker drains */
+	unsigned nchans;
+	struct rte_ring *inbox;  /* ACK mbufs for our lanes */
+	struct rte_ring *rejq;   /* struct gw_reject to send */
+	struct rte_ring *cmdq;   /* struct gw_cmd from the control role */
+	struct gw_reject pending_rej; /* taken from rejq, waiting for a window */
+	bool has_pending_rej;
+	uint64_t now;
+	unsigned idle_polls;
+	struct gw_counters st;
+};
+
+enum gw_cmd_op { GW_CMD_ADD = 1, GW_CMD_DEL = 2 };
+struct gw_cmd {
+	uint32_t op;
+	uint32_t slot; /* client index */
+};
+
+struct gw_client {
+	bool used;
+	bool leaving;      /* gone: endpoints removed, channel still held */
+	bool del_sent;     /* its worker was told to drop the channel */
+	uint32_t released; /* set by the worker once it dropped the channel */
+	int sock;
+	uint16_t chan_id;
+	uint16_t worker;
+	struct gw_chan chan;
+};
+
+struct gw_ep {
+	uint32_t id; /* 0 = free */
+	uint16_t chan_id;
+	char name[GW_NAME_MAX];
 };
 
 struct gw_gateway {
@@ -88,20 +148,22 @@ struct gw_gateway {
 	struct gw_peer *peers; /* GW_MAX_NODES */
 	uint16_t known[GW_MAX_NODES]; /* peers with lane state, in order heard */
 	unsigned nknown;
+	unsigned nlanes; /* workers, at least 1 */
+	struct gw_worker *workers;
+	struct gw_txq txq; /* the main lcore's: ACKs and HELLOs */
+	struct rte_ring *loopback; /* frames from workers to this node itself */
+	struct rte_mbuf *loop_head; /* the loopback frame being delivered */
+	uint32_t loop_cursor;
 	struct gw_client *clients; /* cfg->clients_max */
-	struct gw_chan **active; /* channels the worker drains */
-	unsigned nactive;
 	uint16_t chan_slot[65536]; /* chan id -> client index + 1 */
 	uint16_t next_chan;
 	struct gw_ep eps[GW_EP_TABLE];
 	unsigned neps;
-	struct gw_batcher batch;
-	struct rte_mbuf *txq[GW_TXQ_MAX];
-	unsigned ntxq;
 	uint64_t now;
-	uint64_t last_tx_ns, last_hello_ns, last_ctl_ns;
+	uint64_t last_hello_ns, last_ctl_ns;
 	int listen_fd, epfd;
-	bool draining; /* shutting down: take no new messages */
+	volatile bool draining; /* shutting down: take no new messages */
+	volatile bool stop_workers;
 	struct gw_counters st;
 };
 
@@ -112,11 +174,26 @@ void gw_gateway_fini(struct gw_gateway *g);
 /* Counters as one JSON object (for logs, tests and the demo). */
 void gw_gateway_stats_json(const struct gw_gateway *g, char *buf, size_t len);
 
+/* Shared by the roles (gw_gateway.c). */
+uint64_t gw_clock_ns(void);
+struct rte_mbuf *gw_frame_alloc(struct gw_gateway *g, struct gw_counters *st);
+void gw_frame_send(struct gw_gateway *g, struct gw_txq *q, struct gw_counters *st,
+		   struct rte_mbuf *m, const struct gw_addr *dst, struct gw_hdr *h);
+void gw_txq_put(struct gw_txq *q, struct rte_mbuf *m, struct gw_counters *st);
+void gw_txq_flush(struct gw_txq *q, uint64_t now, struct gw_counters *st);
+void gw_idle(const struct gw_config *c, unsigned *idle_polls);
+
+/* The worker role (gw_worker.c). */
+int gw_worker_init(struct gw_worker *w, struct gw_gateway *g, uint16_t lane);
+void gw_worker_fini(struct gw_worker *w);
+bool gw_worker_step(struct gw_worker *w);
+int gw_worker_main(void *arg); /* the lcore function of a worker lcore */
+uint64_t gw_worker_inflight(const struct gw_worker *w);
+
 /* The control role (gw_ctl.c). */
 int gw_ctl_open(struct gw_gateway *g);
 void gw_ctl_poll(struct gw_gateway *g);
 void gw_ctl_close(struct gw_gateway *g);
-void gw_ctl_drop_client(struct gw_gateway *g, struct gw_client *cl);
 struct gw_chan *gw_ctl_chan(struct gw_gateway *g, uint16_t chan_id);
 struct gw_ep *gw_ctl_ep_find(struct gw_gateway *g, uint32_t id);
 void gw_ctl_nodes_up(struct gw_gateway *g, uint16_t node, bool up);

@@ -32,13 +32,13 @@ static int set_kernel_mtu(const char *ifname, unsigned mtu)
 	return rc;
 }
 
-static int add_member(struct gw_port *p, unsigned i, const char *ifname)
+static int add_member(struct gw_port *p, unsigned i, const char *ifname, uint16_t nq)
 {
 	char name[32], args[160];
 	snprintf(name, sizeof(name), "net_af_packet%u", i);
 	/* blocksz holds 4 frames; framecnt sizes the kernel ring. */
-	snprintf(args, sizeof(args), "iface=%s,framesz=%u,blocksz=%u,framecnt=2048,qpairs=1",
-		 ifname, GW_PORT_MBUF_DATA, 4 * GW_PORT_MBUF_DATA);
+	snprintf(args, sizeof(args), "iface=%s,framesz=%u,blocksz=%u,framecnt=2048,qpairs=%u",
+		 ifname, GW_PORT_MBUF_DATA, 4 * GW_PORT_MBUF_DATA, nq);
 	int rc = rte_vdev_init(name, args);
 	if (rc < 0) {
 		RTE_LOG(ERR, GW_PORT, "cannot open interface %s with af_packet (%s): does it exist in this namespace?\n",
@@ -53,13 +53,14 @@ static int add_member(struct gw_port *p, unsigned i, const char *ifname)
 	return 0;
 }
 
-int gw_port_open(struct gw_port *p, const struct gw_config *cfg)
+int gw_port_open(struct gw_port *p, const struct gw_config *cfg, uint16_t nqueues)
 {
 	memset(p, 0, sizeof(*p));
 	p->mtu = cfg->mtu;
+	p->nqueues = nqueues;
 	int rc;
 	for (unsigned i = 0; i < cfg->nmembers; i++)
-		if ((rc = add_member(p, i, cfg->members[i])) < 0)
+		if ((rc = add_member(p, i, cfg->members[i], nqueues)) < 0)
 			return rc;
 	p->port_id = p->members[0];
 	if (cfg->port_kind == GW_PORT_BOND) {
@@ -88,15 +89,17 @@ int gw_port_open(struct gw_port *p, const struct gw_config *cfg)
 		return -rte_errno;
 	}
 	struct rte_eth_conf conf = { 0 };
-	if ((rc = rte_eth_dev_configure(p->port_id, 1, 1, &conf)) < 0)
+	if ((rc = rte_eth_dev_configure(p->port_id, nqueues, nqueues, &conf)) < 0)
 		return rc;
 	uint16_t nrx = GW_PORT_RX_DESC, ntx = GW_PORT_TX_DESC;
 	rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &nrx, &ntx);
 	int sock = (int)rte_eth_dev_socket_id(p->port_id);
-	if ((rc = rte_eth_rx_queue_setup(p->port_id, 0, nrx, sock, NULL, p->pool)) < 0)
-		return rc;
-	if ((rc = rte_eth_tx_queue_setup(p->port_id, 0, ntx, sock, NULL)) < 0)
-		return rc;
+	for (uint16_t q = 0; q < nqueues; q++) {
+		if ((rc = rte_eth_rx_queue_setup(p->port_id, q, nrx, sock, NULL, p->pool)) < 0)
+			return rc;
+		if ((rc = rte_eth_tx_queue_setup(p->port_id, q, ntx, sock, NULL)) < 0)
+			return rc;
+	}
 	if ((rc = rte_eth_dev_start(p->port_id)) < 0)
 		return rc;
 	rte_eth_promiscuous_enable(p->port_id);

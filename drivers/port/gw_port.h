@@ -31,10 +31,15 @@ struct gw_port {
 	struct rte_ether_addr mac;
 	char ifnames[GW_CONFIG_MAX_MEMBERS][GW_IFNAME_MAX];
 	unsigned mtu;
+	uint16_t nqueues; /* RX and TX queue pairs */
 };
 
-/* Create vdevs, the bond and the mbuf pool, configure and start. */
-int gw_port_open(struct gw_port *p, const struct gw_config *cfg);
+/*
+ * Create vdevs, the bond and the mbuf pool, configure nqueues RX/TX queue
+ * pairs and start. af_packet spreads received flows over its queues by
+ * hash (PACKET_FANOUT), as RSS would.
+ */
+int gw_port_open(struct gw_port *p, const struct gw_config *cfg, uint16_t nqueues);
 void gw_port_close(struct gw_port *p);
 /* Link state of the polled port (bond mode 4: once LACP has agreed). */
 bool gw_port_link_up(const struct gw_port *p);

@@ -61,6 +61,14 @@ int gw_batch_add(struct gw_batcher *b, uint16_t node, const struct gw_rec *rec)
 	return err;
 }
 
+static int reject(struct gw_batcher *b, struct gw_chan *c, const struct gw_chan_msg *m, int err)
+{
+	int rc = b->ops->reject(b->ctx, c, m, err);
+	if (rc == 0)
+		b->rejects++;
+	return rc;
+}
+
 /* Pack up to quantum messages of one channel; false if a window stopped it. */
 static bool drain(struct gw_batcher *b, struct gw_chan *c, unsigned *taken)
 {
@@ -74,13 +82,12 @@ static bool drain(struct gw_batcher *b, struct gw_chan *c, unsigned *taken)
 		for (i = 0; i < n; i++) {
 			int err = 0;
 			struct gw_batch_frame *f = frame_for(b, m[i].node, m[i].len, &err);
-			if (!f) {
-				if (err == -EAGAIN)
-					break;
-				b->ops->reject(b->ctx, c, &m[i], err);
-				b->rejects++;
+			if (!f && err != -EAGAIN)
+				err = reject(b, c, &m[i], err);
+			if (err == -EAGAIN)
+				break;
+			if (!f)
 				continue;
-			}
 			struct gw_rec r = {
 				.kind = GW_RK_MSG, .len = m[i].len, .dst_ep = m[i].ep,
 				.src_chan = (uint16_t)c->chan_id, .msg_id = m[i].msg_id,
@@ -88,8 +95,8 @@ static bool drain(struct gw_batcher *b, struct gw_chan *c, unsigned *taken)
 			};
 			if (gw_wire_rec_put(f->payload, f->cap, &f->used, &r) < 0) {
 				/* Larger than a frame: msg_max should have stopped it. */
-				b->ops->reject(b->ctx, c, &m[i], -EMSGSIZE);
-				b->rejects++;
+				if (reject(b, c, &m[i], -EMSGSIZE) == -EAGAIN)
+					break;
 				continue;
 			}
 			f->nrec++;

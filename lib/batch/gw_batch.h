@@ -44,8 +44,11 @@ struct gw_batch_ops {
 	int (*open)(void *ctx, uint16_t node, struct gw_batch_frame *f);
 	/* A frame is complete: send it (nrec may be 0 in rare cases: free it). */
 	void (*ship)(void *ctx, struct gw_batch_frame *f);
-	/* A message cannot be sent: tell its sender. */
-	void (*reject)(void *ctx, struct gw_chan *c, const struct gw_chan_msg *m, int err);
+	/*
+	 * A message cannot be sent: tell its sender. 0 when done; -EAGAIN
+	 * leaves the message (and the rest of its channel) for a later pass.
+	 */
+	int (*reject)(void *ctx, struct gw_chan *c, const struct gw_chan_msg *m, int err);
 };
 
 struct gw_batcher {

@@ -59,6 +59,7 @@ enum {
 	GW_K_WINDOW, GW_K_RTO_MIN, GW_K_RTO_MAX, GW_K_BATCH_MAX, GW_K_HELLO, GW_K_PEER_TIMEOUT,
 	GW_K_RING, GW_K_ARENA_KB, GW_K_MSG_MAX, GW_K_CLIENTS_MAX, GW_K_DEST_BLOCK,
 	GW_K_STRATEGY, GW_K_SPIN_POLLS, GW_K_YIELD_POLLS, GW_K_SLEEP_MAX,
+	GW_K_WORKERS,
 	GW_NKEYS
 };
 
@@ -146,6 +147,7 @@ static const struct gw_key gw_keys[GW_NKEYS] = {
 	[GW_K_YIELD_POLLS] = GW_NUM("idle", "yield_polls", yield_polls, 0, 1000000),
 	/* Bond mode 4 must be polled at least every 100 ms (LACP); stay well below. */
 	[GW_K_SLEEP_MAX] = GW_NUM("idle", "sleep_max_us", sleep_max_us, 1, 50000),
+	[GW_K_WORKERS] = GW_NUM("lcores", "workers", workers, 0, GW_CONFIG_MAX_WORKERS),
 };
 
 /* Write the whole error line. Returns rc. */

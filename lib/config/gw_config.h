@@ -20,6 +20,7 @@
 #define GW_CONFIG_MAX_PEERS 64
 #define GW_IFNAME_MAX 16
 #define GW_PATH_MAX 108 /* sun_path */
+#define GW_CONFIG_MAX_WORKERS 8
 
 enum gw_idle_strategy {
 	GW_IDLE_SPIN = 0,    /* never sleep: lowest latency, owns a core */
@@ -64,6 +65,8 @@ struct gw_config {
 	/* [idle] */
 	enum gw_idle_strategy idle;
 	unsigned spin_polls, yield_polls, sleep_max_us;
+	/* [lcores] */
+	unsigned workers; /* worker lcores; 0 = every role on the main lcore */
 };
 
 /* The built-in defaults (what an empty file gives). */

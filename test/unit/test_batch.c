@@ -14,6 +14,7 @@
 struct fake {
 	unsigned window; /* frames the lane may still take */
 	uint16_t unreachable;
+	bool reject_busy; /* the sender cannot be told yet */
 	unsigned nframes;
 	struct {
 		uint16_t node, nrec;
@@ -49,11 +50,14 @@ static void f_ship(void *ctx, struct gw_batch_frame *bf)
 	k->f[i].used = bf->used;
 }
 
-static void f_reject(void *ctx, struct gw_chan *c, const struct gw_chan_msg *m, int err)
+static int f_reject(void *ctx, struct gw_chan *c, const struct gw_chan_msg *m, int err)
 {
 	struct fake *k = ctx;
+	if (k->reject_busy)
+		return -EAGAIN;
 	k->rej_err[k->nrej] = err;
 	k->rej_id[k->nrej++] = m->msg_id;
+	return 0;
 }
 
 static const struct gw_batch_ops ops = { .open = f_open, .ship = f_ship, .reject = f_reject };
@@ -204,7 +208,12 @@ static void test_unreachable_rejected(void)
 	send_n(&r, 0, 2, 0, 2);
 	send_n(&r, 0, 3, 100, 1); /* msg_id 2 */
 	send_n(&r, 0, 2, 2, 2);
-	CU_ASSERT_EQUAL(gw_batch_pass(&r.b, r.chans, 1), 5);
+	/* While the sender cannot be told, the message waits in its channel. */
+	r.k->reject_busy = true;
+	CU_ASSERT_EQUAL(gw_batch_pass(&r.b, r.chans, 1), 2);
+	CU_ASSERT_EQUAL(r.k->nrej, 0);
+	r.k->reject_busy = false;
+	CU_ASSERT_EQUAL(gw_batch_pass(&r.b, r.chans, 1), 3);
 	CU_ASSERT_EQUAL(r.k->nrej, 1);
 	CU_ASSERT_EQUAL(r.k->rej_err[0], -EHOSTUNREACH);
 	CU_ASSERT_EQUAL(r.k->rej_id[0], 2);
