@@ -581,7 +581,7 @@ void gw_gateway_run(struct gw_gateway *g, volatile bool *stop, unsigned flush_ms
 	for (unsigned i = 0; i < g->cfg->clients_max; i++) {
 		const struct gw_chan *c = &g->clients[i].chan;
 		if (g->clients[i].used && c->shm)
-			waiting += rte_ring_count(c->tx_ring) + c->cache_n - c->cache_i;
+			waiting += gw_chan_backlog(c);
 	}
 	if (left || waiting)
 		GW_LOG(WARNING, "stopped with %" PRIu64 " frames unacknowledged and %" PRIu64

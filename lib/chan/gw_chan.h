@@ -17,9 +17,12 @@
  *
  * Trust: the gateway never reads the header back; it keeps its own copy of
  * the layout in struct gw_chan, masks every arena position and checks every
- * length before use. A client that scribbles on its region can only lose
- * its own messages. Both rings are single-producer/single-consumer, whose
- * code has no retry loops a client could make spin.
+ * length before use. The rings are rte_rings (the client uses rte_ring's
+ * inline functions), but the gateway accesses them through its own view
+ * with its own mask, since rte_ring's functions would read size and mask
+ * from the shared header on every call. A client that scribbles on its
+ * region can only lose its own messages; an impossible ring position or
+ * an invalid descriptor marks the channel broken and the client is cut off.
  *
  * Sleeping: a side that wants to block sets its *_wait flag and waits on an
  * eventfd; the other side signals the eventfd when it sees the flag.
@@ -103,6 +106,8 @@ struct gw_chan {
 	uint16_t cache_n, cache_i;
 	bool broken; /* the client wrote an invalid descriptor */
 	uint32_t ring_half; /* gateway: wake a blocked sender below this backlog */
+	uint32_t ring_mask; /* gateway: its own copy, never read from the region */
+	uint32_t tx_pos, rx_pos; /* gateway: its positions in the TX and RX rings */
 	uint64_t full_since_ns; /* gateway: when deliveries into RX began to fail */
 };
 
@@ -128,6 +133,9 @@ void gw_chan_destroy(struct gw_chan *c);
  * the run (returns what was valid before it). Returns the count.
  */
 unsigned gw_chan_peek(struct gw_chan *c, struct gw_chan_msg *out, unsigned max);
+
+/* Messages waiting in the channel (peeked or not). */
+unsigned gw_chan_backlog(const struct gw_chan *c);
 
 /* The first n peeked messages are packed: free their arena bytes. */
 void gw_chan_consume(struct gw_chan *c, unsigned n);

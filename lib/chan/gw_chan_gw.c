@@ -78,6 +78,7 @@ int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
 	c->rx_arena = c->base + rx_arena;
 	c->tx_mask = c->rx_mask = p->arena_size - 1;
 	c->ring_half = p->ring_count / 2;
+	c->ring_mask = p->ring_count - 1;
 
 	snprintf(name, sizeof(name), "gw-tx-%u", chan_id);
 	rc = rte_ring_init(c->tx_ring, name, p->ring_count, RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -124,6 +125,51 @@ void gw_chan_destroy(struct gw_chan *c)
 	c->memfd = c->efd_rx = c->efd_tx = -1;
 }
 
+/*
+ * The rings live in memory the client can write, header included, and
+ * rte_ring's inline functions take size and mask from that header on every
+ * call. So the gateway reads and writes them through its own view: the
+ * same layout (elements after the struct, positions in prod/cons), but the
+ * mask is the gateway's copy and the only shared words it reads are the
+ * client's position, which it checks before use.
+ */
+static inline struct gw_chan_desc *ring_elems(struct rte_ring *r)
+{
+	return (struct gw_chan_desc *)(r + 1);
+}
+
+/* Descriptors the client has published and we have not taken, or -1 if
+ * its position is impossible. */
+static int64_t tx_avail(const struct gw_chan *c)
+{
+	uint32_t n = __atomic_load_n(&c->tx_ring->prod.tail, __ATOMIC_ACQUIRE) - c->tx_pos;
+	return n > c->ring_mask ? -1 : (int64_t)n;
+}
+
+/* Take up to max descriptors into the private cache. */
+static unsigned tx_take(struct gw_chan *c, unsigned max)
+{
+	int64_t avail = tx_avail(c);
+	if (avail < 0) {
+		c->broken = true;
+		return 0;
+	}
+	unsigned n = avail < max ? (unsigned)avail : max;
+	const struct gw_chan_desc *e = ring_elems(c->tx_ring);
+	for (unsigned i = 0; i < n; i++)
+		c->cache[i] = e[(c->tx_pos + i) & c->ring_mask];
+	c->tx_pos += n;
+	c->tx_ring->cons.head = c->tx_pos;
+	__atomic_store_n(&c->tx_ring->cons.tail, c->tx_pos, __ATOMIC_RELEASE);
+	return n;
+}
+
+unsigned gw_chan_backlog(const struct gw_chan *c)
+{
+	int64_t avail = tx_avail(c);
+	return (unsigned)(avail < 0 ? 0 : avail) + c->cache_n - c->cache_i;
+}
+
 unsigned gw_chan_peek(struct gw_chan *c, struct gw_chan_msg *out, unsigned max)
 {
 	if (c->broken)
@@ -132,8 +178,7 @@ unsigned gw_chan_peek(struct gw_chan *c, struct gw_chan_msg *out, unsigned max)
 		/* Descriptors are copied out of shared memory before they are
 		 * checked, so the client cannot change them after the check. */
 		c->cache_i = 0;
-		c->cache_n = (uint16_t)rte_ring_sc_dequeue_burst_elem(
-			c->tx_ring, c->cache, sizeof(struct gw_chan_desc), GW_CHAN_BURST, NULL);
+		c->cache_n = (uint16_t)tx_take(c, GW_CHAN_BURST);
 	}
 	unsigned n = 0;
 	for (unsigned i = c->cache_i; i < c->cache_n && n < max; i++, n++) {
@@ -167,8 +212,7 @@ void gw_chan_consume(struct gw_chan *c, unsigned n)
 	 * a burst. Consumption goes on while descriptors remain, so the
 	 * wake-up always comes. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (c->shm->tx_wait &&
-	    rte_ring_count(c->tx_ring) + c->cache_n - c->cache_i <= c->ring_half) {
+	if (c->shm->tx_wait && gw_chan_backlog(c) <= c->ring_half) {
 		c->shm->tx_wait = 0;
 		eventfd_write(c->efd_tx, 1);
 	}
@@ -191,12 +235,19 @@ int gw_chan_deliver(struct gw_chan *c, const struct gw_chan_desc *d, const void 
 		if (used > size || size - used < pad + len)
 			return -ENOBUFS;
 	}
-	struct gw_chan_desc out = *d;
-	out.pos = c->head + pad;
-	memcpy(c->rx_arena + (out.pos & c->rx_mask), data, len);
-	if (rte_ring_sp_enqueue_elem(c->rx_ring, &out, sizeof(out)) != 0)
+	/* cons.tail is the client's word too: a bad one makes only its own
+	 * ring look full, or lets us overwrite its own unread messages. */
+	uint32_t queued = c->rx_pos - __atomic_load_n(&c->rx_ring->cons.tail, __ATOMIC_ACQUIRE);
+	if (queued >= c->ring_mask)
 		return -ENOBUFS; /* the descriptor ring is full */
-	c->head = out.pos + len;
+	struct gw_chan_desc *e = &ring_elems(c->rx_ring)[c->rx_pos & c->ring_mask];
+	*e = *d;
+	e->pos = c->head + pad;
+	memcpy(c->rx_arena + (e->pos & c->rx_mask), data, len);
+	c->head = e->pos + len;
+	c->rx_pos++;
+	c->rx_ring->prod.head = c->rx_pos;
+	__atomic_store_n(&c->rx_ring->prod.tail, c->rx_pos, __ATOMIC_RELEASE);
 	return 0;
 }
 

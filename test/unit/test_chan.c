@@ -169,6 +169,39 @@ static void test_garbage(void)
 	gw_chan_destroy(&gw);
 }
 
+/*
+ * The ring headers are in the client's memory too. Sizes and masks written
+ * there must not steer the gateway outside the region, and an impossible
+ * position cuts the client off.
+ */
+static void test_ring_header_garbage(void)
+{
+	struct gw_chan gw, cl;
+	pair(&gw, &cl, &small);
+	for (int i = 0; i < 10; i++)
+		CU_ASSERT(gw_chan_send(&cl, 1, 1, "abcdefgh", 8) == 0);
+	cl.tx_ring->size = 0x80000000u;
+	cl.tx_ring->mask = 0xffffffffu;
+	cl.tx_ring->capacity = 0xffffffffu;
+	cl.rx_ring->mask = 0xffffffffu;
+	struct gw_chan_msg m[GW_CHAN_BURST];
+	CU_ASSERT_EQUAL(gw_chan_peek(&gw, m, GW_CHAN_BURST), 10);
+	gw_chan_consume(&gw, 10);
+	struct gw_chan_desc d = { .len = 4, .kind = 1 };
+	for (int i = 0; i < 100; i++)
+		gw_chan_deliver(&gw, &d, "abcd"); /* stays inside the region: valgrind/ASan would say */
+	CU_ASSERT_FALSE(gw.broken);
+	/* The client claims a million descriptors: impossible for a 64-slot ring. */
+	cl.tx_ring->prod.tail += 1000000;
+	CU_ASSERT_EQUAL(gw_chan_peek(&gw, m, GW_CHAN_BURST), 0);
+	CU_ASSERT(gw.broken);
+	/* A wild consumer position on RX only makes the client's own ring look full. */
+	cl.rx_ring->cons.tail = gw.rx_pos - 5000;
+	CU_ASSERT_EQUAL(gw_chan_deliver(&gw, &d, "abcd"), -ENOBUFS);
+	gw_chan_detach(&cl);
+	gw_chan_destroy(&gw);
+}
+
 /* The real thing: a client process and a gateway process, both directions,
  * the client sleeping on the eventfds whenever it has to wait. */
 static void test_two_processes(void)
@@ -234,6 +267,7 @@ static const struct gw_test_case cases[] = {
 	{ "full and oversize", test_full_and_oversize },
 	{ "wrap-around", test_wrap },
 	{ "garbage from the client", test_garbage },
+	{ "garbage in the ring headers", test_ring_header_garbage },
 	{ "two processes", test_two_processes },
 	{ NULL, NULL },
 };
