@@ -75,8 +75,11 @@ int gw_port_open(struct gw_port *p, const struct gw_config *cfg, uint16_t nqueue
 		for (unsigned i = 0; i < p->nmembers; i++)
 			if ((rc = rte_eth_bond_slave_add(p->port_id, p->members[i])) < 0)
 				return rc;
-		if (cfg->bond_mode == BONDING_MODE_BALANCE)
-			rte_eth_bond_xmit_policy_set(p->port_id, BALANCE_XMIT_POLICY_LAYER34);
+		/* Hash on addresses and ports: each lane is its own UDP flow,
+		 * so lanes spread over the members (modes 2 and 4). */
+		if (cfg->bond_mode != BONDING_MODE_ROUND_ROBIN &&
+		    (rc = rte_eth_bond_xmit_policy_set(p->port_id, BALANCE_XMIT_POLICY_LAYER34)) < 0)
+			return rc;
 	}
 
 	/* Enough for the RX ring, every lane's window and reorder buffer,

@@ -3,7 +3,9 @@
 # 1,000,000+ messages from 4 client processes (1,000 senders), every one
 # delivered exactly once and in per-sender order; then again with 1 % of
 # frames dropped by XDP on the receiving veths, which must cost
-# retransmissions and nothing else.
+# retransmissions and nothing else; then the split lcore layout (2 worker
+# lcores per gateway, so 2 lanes spread over both bond members by l34
+# hashing) with the same loss.
 set -euo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
 pair=$here/../../scripts/pair.sh
@@ -27,3 +29,5 @@ clean=$("$pair" --procs 4 --writers 250 --msgs 1000 | tail -1)
 check "clean link" "$clean" 0
 lossy=$("$pair" --procs 4 --writers 250 --msgs 1000 --drop 10 | tail -1)
 check "1% loss" "$lossy" 1
+split=$("$pair" --procs 4 --writers 250 --msgs 1000 --drop 10 --workers 2 | tail -1)
+check "1% loss, 2 worker lcores" "$split" 1
