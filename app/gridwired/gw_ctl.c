@@ -128,7 +128,7 @@ static bool worker_cmd(struct gw_gateway *g, struct gw_client *cl, uint32_t op)
 static void free_slot(struct gw_gateway *g, struct gw_client *cl)
 {
 	if (cl->chan.shm)
-		gw_chan_destroy(&cl->chan);
+		gw_chan_close(&cl->chan);
 	memset(cl, 0, sizeof(*cl));
 }
 
@@ -218,7 +218,7 @@ static int ctl_hello(struct gw_gateway *g, struct gw_client *cl, struct gw_ctl_m
 	 * messages go through one worker and lane, which keeps their order. */
 	cl->worker = (uint16_t)(cl->chan_id % g->nlanes);
 	if (!worker_cmd(g, cl, GW_CMD_ADD)) {
-		gw_chan_destroy(&cl->chan);
+		gw_chan_close(&cl->chan);
 		return -EAGAIN;
 	}
 	m->arg = cl->chan_id;

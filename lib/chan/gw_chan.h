@@ -33,6 +33,9 @@
 #include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define GW_CHAN_MAGIC 0x4e414843u /* "CHAN" */
 #define GW_CHAN_VERSION 1
@@ -120,12 +123,26 @@ struct gw_chan_msg {
 	uint32_t msg_id;
 };
 
+/* Either end: unmap the region and close the fds (the memory goes when both have). */
+static inline void gw_chan_close(struct gw_chan *c)
+{
+	if (c->base)
+		munmap(c->base, c->size);
+	if (c->memfd >= 0)
+		close(c->memfd);
+	if (c->efd_rx >= 0)
+		close(c->efd_rx);
+	if (c->efd_tx >= 0)
+		close(c->efd_tx);
+	memset(c, 0, sizeof(*c));
+	c->memfd = c->efd_rx = c->efd_tx = -1;
+}
+
 /* --- gateway side (gw_chan_gw.c, links librte_ring) --- */
 
 /* Create a region and its eventfds; rings are initialised in place. */
 int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
 		   const struct gw_chan_params *p);
-void gw_chan_destroy(struct gw_chan *c);
 
 /*
  * Look at up to max waiting messages without consuming them. Every
@@ -153,7 +170,6 @@ void gw_chan_notify(struct gw_chan *c);
 
 /* Map a region received from the gateway and check its layout. */
 int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx);
-void gw_chan_detach(struct gw_chan *c);
 
 /* Copy one message in; -EAGAIN when full, -EMSGSIZE when too big. */
 int gw_chan_send(struct gw_chan *c, uint16_t node, uint32_t ep, const void *buf, uint32_t len);

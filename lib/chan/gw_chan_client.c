@@ -62,20 +62,6 @@ int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx)
 	return 0;
 }
 
-void gw_chan_detach(struct gw_chan *c)
-{
-	if (c->base)
-		munmap(c->base, c->size);
-	if (c->memfd >= 0)
-		close(c->memfd);
-	if (c->efd_rx >= 0)
-		close(c->efd_rx);
-	if (c->efd_tx >= 0)
-		close(c->efd_tx);
-	memset(c, 0, sizeof(*c));
-	c->memfd = c->efd_rx = c->efd_tx = -1;
-}
-
 int gw_chan_send(struct gw_chan *c, uint16_t node, uint32_t ep, const void *buf, uint32_t len)
 {
 	if (len > c->msg_max)

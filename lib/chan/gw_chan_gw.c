@@ -107,22 +107,8 @@ int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
 fail:
 	rc = -errno;
 fail_rc:
-	gw_chan_destroy(c);
+	gw_chan_close(c);
 	return rc;
-}
-
-void gw_chan_destroy(struct gw_chan *c)
-{
-	if (c->base)
-		munmap(c->base, c->size);
-	if (c->memfd >= 0)
-		close(c->memfd);
-	if (c->efd_rx >= 0)
-		close(c->efd_rx);
-	if (c->efd_tx >= 0)
-		close(c->efd_tx);
-	memset(c, 0, sizeof(*c));
-	c->memfd = c->efd_rx = c->efd_tx = -1;
 }
 
 /*

@@ -98,7 +98,7 @@ void gw_close(struct gw_client *cl)
 	if (!cl)
 		return;
 	close(cl->sock);
-	gw_chan_detach(&cl->chan);
+	gw_chan_close(&cl->chan);
 	free(cl);
 }
 

@@ -86,8 +86,8 @@ static void rig_init(struct rig *r, uint16_t max_rec, uint16_t quantum, unsigned
 static void rig_fini(struct rig *r)
 {
 	for (int i = 0; i < 2; i++) {
-		gw_chan_detach(&r->cl[i]);
-		gw_chan_destroy(&r->gw[i]);
+		gw_chan_close(&r->cl[i]);
+		gw_chan_close(&r->gw[i]);
 	}
 	free(r->k);
 }

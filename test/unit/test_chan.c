@@ -52,8 +52,8 @@ static void test_round_trip(void)
 	CU_ASSERT(memcmp(data, "abc", 3) == 0);
 	gw_chan_recv_done(&cl, &r);
 	CU_ASSERT_EQUAL(gw_chan_recv(&cl, &r, &data), -EAGAIN);
-	gw_chan_detach(&cl);
-	gw_chan_destroy(&gw);
+	gw_chan_close(&cl);
+	gw_chan_close(&gw);
 }
 
 static void test_full_and_oversize(void)
@@ -90,10 +90,10 @@ static void test_full_and_oversize(void)
 	CU_ASSERT_EQUAL(gw_chan_deliver(&gw2, &d, big), -ENOBUFS);
 	d.len = 1025;
 	CU_ASSERT_EQUAL(gw_chan_deliver(&gw2, &d, big), -EMSGSIZE);
-	gw_chan_detach(&cl);
-	gw_chan_destroy(&gw);
-	gw_chan_detach(&cl2);
-	gw_chan_destroy(&gw2);
+	gw_chan_close(&cl);
+	gw_chan_close(&gw);
+	gw_chan_close(&cl2);
+	gw_chan_close(&gw2);
 }
 
 /* Payloads of many sizes through a small arena: never split, never mixed up. */
@@ -120,8 +120,8 @@ static void test_wrap(void)
 		}
 		gw_chan_consume(&gw, n);
 	}
-	gw_chan_detach(&cl);
-	gw_chan_destroy(&gw);
+	gw_chan_close(&cl);
+	gw_chan_close(&gw);
 }
 
 /* A client scribbling on its own region can only hurt itself. */
@@ -144,8 +144,8 @@ static void test_garbage(void)
 		CU_ASSERT(g2.broken);
 		gw_chan_consume(&g2, 1);
 		CU_ASSERT_EQUAL(gw_chan_peek(&g2, m, 4), 0);
-		gw_chan_detach(&c2);
-		gw_chan_destroy(&g2);
+		gw_chan_close(&c2);
+		gw_chan_close(&g2);
 	}
 	/* A wild rx_tail makes the client's own ring look full, nothing else;
 	 * a sane one brings it back. */
@@ -165,8 +165,8 @@ static void test_garbage(void)
 	cl.shm->magic = 0;
 	struct gw_chan c3;
 	CU_ASSERT_EQUAL(gw_chan_attach(&c3, dup(gw.memfd), -1, -1), -EPROTO);
-	gw_chan_detach(&cl);
-	gw_chan_destroy(&gw);
+	gw_chan_close(&cl);
+	gw_chan_close(&gw);
 }
 
 /*
@@ -198,8 +198,8 @@ static void test_ring_header_garbage(void)
 	/* A wild consumer position on RX only makes the client's own ring look full. */
 	cl.rx_ring->cons.tail = gw.rx_pos - 5000;
 	CU_ASSERT_EQUAL(gw_chan_deliver(&gw, &d, "abcd"), -ENOBUFS);
-	gw_chan_detach(&cl);
-	gw_chan_destroy(&gw);
+	gw_chan_close(&cl);
+	gw_chan_close(&gw);
 }
 
 /* The real thing: a client process and a gateway process, both directions,
@@ -259,7 +259,7 @@ static void test_two_processes(void)
 	CU_ASSERT_EQUAL(bad, 0);
 	CU_ASSERT_EQUAL(got, n);
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	gw_chan_destroy(&gw);
+	gw_chan_close(&gw);
 }
 
 static const struct gw_test_case cases[] = {
