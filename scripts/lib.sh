@@ -120,6 +120,10 @@ gw_gateways_up() {
     local ns=(gwa gwb) name=(alpha beta) cfg=(demo-a.ini demo-b.ini) pids=() i
     local workers=${GW_WORKERS:-0} lcores k
     for i in 0 1; do
+        [[ -z "$(ip netns pids "${ns[i]}" 2>/dev/null)" ]] ||
+            gw_die "processes still run in namespace ${ns[i]}: stop them first (gw_gateways_down, or ./scripts/gw netns down)"
+    done
+    for i in 0 1; do
         # Main lcore of alpha on CPU 0, of beta on CPU 1; workers alternate.
         lcores=""
         for k in $(seq 0 "$workers"); do lcores+="${lcores:+,}$k@$(((i + k) % 2))"; done

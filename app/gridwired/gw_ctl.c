@@ -317,7 +317,7 @@ void gw_ctl_poll(struct gw_gateway *g)
 void gw_ctl_close(struct gw_gateway *g)
 {
 	/* The workers have stopped: channels can go straight away. */
-	for (unsigned i = 0; i < g->cfg->clients_max; i++)
+	for (unsigned i = 0; g->clients && i < g->cfg->clients_max; i++)
 		if (g->clients[i].used) {
 			if (!g->clients[i].leaving)
 				close(g->clients[i].sock);

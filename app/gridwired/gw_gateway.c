@@ -19,6 +19,7 @@
 #include "gw_gateway.h"
 
 #define GW_RX_BURST 32
+#define GW_LOOP_BURST 64
 #define GW_BOND_POLL_NS (10 * 1000 * 1000ull) /* bond mode 4 wants tx every <100 ms */
 #define GW_CTL_POLL_NS (1000 * 1000ull)
 
@@ -108,8 +109,13 @@ static int peer_lanes(struct gw_gateway *g, uint16_t node, struct gw_peer *p)
 	for (unsigned i = 0; i < GW_LANES_MAX; i++)
 		if (gw_lane_tx_init(&p->tx[i], c->window, g->epoch, c->rto_min_us * 1000ull,
 				    c->rto_max_us * 1000ull, release_mbuf, NULL) < 0 ||
-		    gw_lane_rx_init(&p->rx[i], c->window, release_mbuf, NULL) < 0)
+		    gw_lane_rx_init(&p->rx[i], c->window, release_mbuf, NULL) < 0) {
+			for (unsigned k = 0; k <= i; k++) {
+				gw_lane_tx_fini(&p->tx[k]);
+				gw_lane_rx_fini(&p->rx[k]);
+			}
 			return -ENOMEM;
+		}
 	__atomic_store_n(&p->lanes, true, __ATOMIC_RELEASE);
 	g->known[g->nknown] = node;
 	__atomic_store_n(&g->nknown, g->nknown + 1, __ATOMIC_RELEASE);
@@ -136,8 +142,12 @@ static struct gw_peer *peer_heard(struct gw_gateway *g, const struct gw_hdr *h,
 		if (!hello || peer_lanes(g, h->src_node, p) < 0)
 			return NULL;
 	}
-	if (hello) {
-		p->addr = *src;
+	/* Workers read addr while they seal frames: rewrite it only when it
+	 * really changes (a peer's new MAC or address), not on every HELLO. */
+	if (hello && (memcmp(p->addr.mac, src->mac, 6) || p->addr.ip != src->ip ||
+		      p->addr.port != g->self.port)) {
+		memcpy(p->addr.mac, src->mac, 6);
+		p->addr.ip = src->ip;
 		p->addr.port = g->self.port;
 	}
 	p->last_heard_ns = g->now;
@@ -203,16 +213,34 @@ static int reject_queue(struct gw_gateway *g, uint16_t node, const struct gw_rec
 
 /*
  * A full destination ring holds its lane (and so the sender's window) for at
- * most dest_block_ms from the moment it filled; after that the channel
- * counts as stopped and what is for it is rejected at once, until a
- * delivery gets through again. One stopped reader thus delays the others
- * once, by at most that bound, and never again while it stays stopped.
+ * most dest_block_ms from the moment it filled. After that the channel is
+ * stopped: what is for it is rejected at once, without holding anything,
+ * until its reader has drained it to half. A reader that takes a message
+ * now and then cannot keep the lane at its pace, and one that stopped
+ * delays the other destinations once, by at most that bound.
  */
 static bool dest_hold(struct gw_gateway *g, struct gw_chan *c)
 {
+	if (c->rejecting)
+		return false;
 	if (!c->full_since_ns)
 		c->full_since_ns = g->now;
-	return g->now - c->full_since_ns < g->cfg->dest_block_ms * 1000000ull;
+	if (g->now - c->full_since_ns < g->cfg->dest_block_ms * 1000000ull)
+		return true;
+	c->rejecting = true;
+	return false;
+}
+
+/* Is c taking deliveries? A stopped channel resumes once read down to half. */
+static bool dest_open(struct gw_chan *c)
+{
+	if (!c->full_since_ns)
+		return true;
+	if (!gw_chan_rx_below_half(c))
+		return !c->rejecting;
+	c->full_since_ns = 0;
+	c->rejecting = false;
+	return true;
 }
 
 /* A REJECT for one of our clients: put it in the client's ring. */
@@ -225,6 +253,8 @@ static int deliver_reject(struct gw_gateway *g, uint16_t node, uint16_t chan_id,
 		return 0;
 	}
 	*dst = c;
+	if (!dest_open(c))
+		return -ENOBUFS;
 	struct gw_chan_reject rj = { .err = err, .msg_id = msg_id };
 	struct gw_chan_desc d = {
 		.len = sizeof(rj), .node = node, .ep = ep, .chan = chan_id, .kind = GW_RK_REJECT,
@@ -237,9 +267,10 @@ static int reject_queue(struct gw_gateway *g, uint16_t node, const struct gw_rec
 	if (node == g->cfg->node_id) {
 		struct gw_chan *c = NULL;
 		if (deliver_reject(g, node, r->src_chan, r->dst_ep, r->msg_id, err, &c) == 0) {
-			if (c)
+			if (c) {
 				gw_chan_notify(c);
-			g->st.rejects_sent++;
+				g->st.rejects_sent++;
+			}
 		} else if (dest_hold(g, c)) {
 			return -EBUSY;
 		} else {
@@ -279,6 +310,8 @@ static int deliver_rec(struct gw_gateway *g, uint16_t src, const struct gw_rec *
 		return rc;
 	}
 	*dst = c;
+	if (!dest_open(c))
+		return -ENOBUFS;
 	struct gw_chan_desc d = {
 		.len = r->len, .node = src, .ep = r->dst_ep, .chan = r->src_chan, .kind = GW_RK_MSG,
 	};
@@ -316,15 +349,15 @@ static bool deliver_frame(struct gw_gateway *g, uint16_t src, struct rte_mbuf *m
 				done = false;
 				break;
 			}
-			if (r.kind != GW_RK_MSG)
+			if (r.kind != GW_RK_MSG) {
 				g->st.rejects_lost++; /* a REJECT its sender cannot take */
-			else if (reject_queue(g, src, &r, -ENOBUFS) < 0) {
+			} else if (reject_queue(g, src, &r, -ENOBUFS) < 0) {
 				done = false;
 				break;
+			} else {
+				g->st.reject_dest_full++;
 			}
-			g->st.reject_dest_full++;
 		} else if (c) {
-			c->full_since_ns = 0;
 			if (c != last) {
 				if (last)
 					gw_chan_notify(last);
@@ -372,7 +405,8 @@ static bool deliver_lanes(struct gw_gateway *g)
 static bool deliver_loopback(struct gw_gateway *g)
 {
 	bool work = false;
-	for (;;) {
+	/* Bounded, so busy workers cannot keep the port and peers unserved. */
+	for (unsigned k = 0; k < GW_LOOP_BURST; k++) {
 		if (!g->loop_head) {
 			if (rte_ring_sc_dequeue(g->loopback, (void **)&g->loop_head))
 				return work;
@@ -383,6 +417,7 @@ static bool deliver_loopback(struct gw_gateway *g)
 		rte_pktmbuf_free(g->loop_head);
 		g->loop_head = NULL;
 	}
+	return work;
 }
 
 /* --- port RX --- */
@@ -531,6 +566,17 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg)
 	if (rc < 0)
 		return rc;
 	prctl(PR_SET_TIMERSLACK, 1000UL); /* make short sleeps short */
+	unsigned lcore = rte_get_next_lcore(-1, 1, 0);
+	for (unsigned i = 0; i < cfg->workers; i++, lcore = rte_get_next_lcore(lcore, 1, 0)) {
+		g->workers[i].lcore = lcore;
+		if ((rc = rte_eal_remote_launch(gw_worker_main, &g->workers[i], lcore)) < 0) {
+			GW_LOG(ERR, "cannot start worker %u on lcore %u: %s", i, lcore,
+			       rte_strerror(-rc));
+			__atomic_store_n(&g->stop_workers, true, __ATOMIC_RELEASE);
+			rte_eal_mp_wait_lcore();
+			return rc;
+		}
+	}
 	GW_LOG(NOTICE, "node %u (%s) epoch %08x listening on %s, port %s mode %u, mtu %u, %s, %s",
 	       cfg->node_id, cfg->node_name, g->epoch, cfg->socket_path,
 	       g->port.bonded ? "bond" : "af_packet", cfg->bond_mode, cfg->mtu,
@@ -539,21 +585,25 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg)
 	return 0;
 }
 
-static uint64_t inflight_frames(const struct gw_gateway *g)
+/*
+ * Work still owed at shutdown: frames not yet acknowledged, local frames
+ * not yet delivered, REJECTs not yet sent, and workers that may still be
+ * in a pass begun before they saw the drain.
+ */
+static uint64_t pending_work(const struct gw_gateway *g)
 {
-	uint64_t n = 0;
-	for (unsigned i = 0; i < g->nlanes; i++)
-		n += gw_worker_inflight(&g->workers[i]);
+	uint64_t n = rte_ring_count(g->loopback) + (g->loop_head != NULL);
+	for (unsigned i = 0; i < g->nlanes; i++) {
+		const struct gw_worker *w = &g->workers[i];
+		n += gw_worker_inflight(w) + rte_ring_count(w->rejq) + w->has_pending_rej +
+		     !__atomic_load_n(&w->drain_seen, __ATOMIC_ACQUIRE);
+	}
 	return n;
 }
 
 void gw_gateway_run(struct gw_gateway *g, volatile bool *stop, unsigned flush_ms)
 {
-	unsigned idle_polls = 0, lcore = rte_get_next_lcore(-1, 1, 0);
-	for (unsigned i = 0; i < g->cfg->workers; i++, lcore = rte_get_next_lcore(lcore, 1, 0)) {
-		g->workers[i].lcore = lcore;
-		rte_eal_remote_launch(gw_worker_main, &g->workers[i], lcore);
-	}
+	unsigned idle_polls = 0;
 	bool link = false;
 	while (!*stop) {
 		if (main_step(g))
@@ -566,10 +616,11 @@ void gw_gateway_run(struct gw_gateway *g, volatile bool *stop, unsigned flush_ms
 		}
 	}
 	/* Shutdown: take nothing new, let in-flight frames be acked. */
-	g->draining = true;
+	__atomic_store_n(&g->draining, true, __ATOMIC_RELEASE);
 	uint64_t end = gw_clock_ns() + flush_ms * 1000000ull;
-	GW_LOG(NOTICE, "stopping: flushing %" PRIu64 " frames in flight", inflight_frames(g));
-	while (inflight_frames(g) && gw_clock_ns() < end) {
+	GW_LOG(NOTICE, "stopping: flushing %" PRIu64 " frames and messages in flight",
+	       pending_work(g));
+	while (pending_work(g) && gw_clock_ns() < end) {
 		if (main_step(g))
 			idle_polls = 0;
 		else
@@ -577,15 +628,15 @@ void gw_gateway_run(struct gw_gateway *g, volatile bool *stop, unsigned flush_ms
 	}
 	__atomic_store_n(&g->stop_workers, true, __ATOMIC_RELEASE);
 	rte_eal_mp_wait_lcore();
-	uint64_t left = inflight_frames(g), waiting = 0;
+	uint64_t left = pending_work(g), waiting = 0;
 	for (unsigned i = 0; i < g->cfg->clients_max; i++) {
 		const struct gw_chan *c = &g->clients[i].chan;
 		if (g->clients[i].used && c->shm)
 			waiting += gw_chan_backlog(c);
 	}
 	if (left || waiting)
-		GW_LOG(WARNING, "stopped with %" PRIu64 " frames unacknowledged and %" PRIu64
-		       " messages not taken from clients: not delivered",
+		GW_LOG(WARNING, "stopped with %" PRIu64 " frames or REJECTs undelivered and %" PRIu64
+		       " messages not taken from clients",
 		       left, waiting);
 	else
 		GW_LOG(NOTICE, "stopped: everything sent was acknowledged");

@@ -111,6 +111,7 @@ struct gw_worker {
 	struct rte_ring *cmdq;   /* struct gw_cmd from the control role */
 	struct gw_reject pending_rej; /* taken from rejq, waiting for a window */
 	bool has_pending_rej;
+	bool drain_seen; /* finished a step after the drain began */
 	uint64_t now;
 	unsigned idle_polls;
 	struct gw_counters st;
@@ -162,8 +163,8 @@ struct gw_gateway {
 	uint64_t now;
 	uint64_t last_hello_ns, last_ctl_ns;
 	int listen_fd, epfd;
-	volatile bool draining; /* shutting down: take no new messages */
-	volatile bool stop_workers;
+	bool draining; /* shutting down: take no new messages (atomic) */
+	bool stop_workers; /* (atomic) */
 	struct gw_counters st;
 };
 

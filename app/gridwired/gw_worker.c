@@ -117,8 +117,11 @@ static void rejects_flush(struct gw_worker *w)
 				return;
 			w->has_pending_rej = true;
 		}
-		if (reject_add(w, &w->pending_rej) < 0)
-			return;
+		int rc = reject_add(w, &w->pending_rej);
+		if (rc == -EAGAIN)
+			return; /* the lane is full: later */
+		if (rc < 0)
+			w->st.rejects_lost++; /* its node is down: its sender went with it */
 		w->has_pending_rej = false;
 	}
 }
@@ -174,17 +177,20 @@ static bool retransmit(struct gw_worker *w)
 bool gw_worker_step(struct gw_worker *w)
 {
 	struct gw_gateway *g = w->g;
-	bool work;
+	bool work, draining = __atomic_load_n(&g->draining, __ATOMIC_ACQUIRE);
 	w->now = gw_clock_ns();
 	commands(w);
 	work = acks(w);
 	rejects_flush(w);
-	if (!g->draining)
+	if (!draining)
 		work |= gw_batch_pass(&w->batch, w->chans, w->nchans) > 0;
 	else
 		gw_batch_pass(&w->batch, NULL, 0); /* ships what rejects_flush added */
 	work |= retransmit(w);
 	gw_txq_flush(&w->txq, w->now, &w->st);
+	/* From here on the main lcore may count on this worker's lanes. */
+	if (draining)
+		__atomic_store_n(&w->drain_seen, true, __ATOMIC_RELEASE);
 	return work;
 }
 

@@ -5,14 +5,16 @@
  *   gw-perf tx -s SOCK -n NODE -e EP[,EP...] [-w WRITERS] [-m MSGS] [-z SIZE]
  *              [--id-base N] [--rate MSGS_PER_S] [--linger-ms MS]
  *   gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N] [--idle-timeout S]
- *              [--stall-s S]
+ *              [--stall-s S] [--delay-ms MS [--delay-count N]]
  *
  * tx: WRITERS logical senders take turns; each sends MSGS messages of SIZE
  * bytes carrying (writer id, sequence number), writer w to endpoint
  * w % (number of endpoints). REJECTs (messages not delivered) are counted;
  * --linger-ms keeps listening for late ones. rx: checks that every
  * writer's messages arrive exactly once and in order; --stall-s registers
- * and then reads nothing for S seconds (a stopped destination). Both end
+ * and then reads nothing for S seconds (a stopped destination); --delay-ms
+ * reads one message per MS milliseconds (a slow one), for the first N
+ * messages if --delay-count is given. Both end
  * with one JSON line on stdout.
  */
 #define _GNU_SOURCE
@@ -41,7 +43,8 @@ struct perf_hdr {
 
 struct opts {
 	const char *sock, *endpoint;
-	unsigned node, writers, size, id_base, writers_max, idle_timeout, linger_ms, stall_s;
+	unsigned node, writers, size, id_base, writers_max, idle_timeout, linger_ms, stall_s, delay_ms;
+	uint64_t delay_count;
 	uint64_t msgs, expect, rate;
 };
 
@@ -193,6 +196,8 @@ static int run_rx(const struct opts *o)
 			order++;
 		next[h.writer] = h.seq + 1;
 		got++;
+		if (o->delay_ms && (!o->delay_count || got <= o->delay_count))
+			nanosleep(&(struct timespec){ .tv_nsec = (long)o->delay_ms * 1000000 }, NULL);
 	}
 	double el = t1 > t0 ? (double)(t1 - t0) / 1e9 : 0;
 	printf("{\"role\":\"rx\",\"delivered\":%" PRIu64 ",\"duplicates\":%" PRIu64
@@ -209,7 +214,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: gw-perf tx -s SOCK -n NODE -e EP[,EP...] [-w WRITERS] [-m MSGS] [-z SIZE]\n"
 		   "                 [--id-base N] [--rate MSGS_PER_S] [--linger-ms MS]\n"
 		   "       gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N]\n"
-		   "                 [--idle-timeout S] [--stall-s S]\n");
+		   "                 [--idle-timeout S] [--stall-s S]\n"
+		   "                 [--delay-ms MS [--delay-count N]]\n");
 }
 
 int main(int argc, char **argv)
@@ -225,7 +231,8 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "id-base", 1, NULL, 'b' }, { "rate", 1, NULL, 'r' }, { "expect", 1, NULL, 'x' },
 		{ "writers-max", 1, NULL, 'W' }, { "idle-timeout", 1, NULL, 't' },
-		{ "linger-ms", 1, NULL, 'l' }, { "stall-s", 1, NULL, 'S' }, { 0 },
+		{ "linger-ms", 1, NULL, 'l' }, { "stall-s", 1, NULL, 'S' },
+		{ "delay-ms", 1, NULL, 'd' }, { "delay-count", 1, NULL, 'D' }, { 0 },
 	};
 	int c;
 	optind = 2;
@@ -244,6 +251,8 @@ int main(int argc, char **argv)
 		case 't': o.idle_timeout = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'l': o.linger_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'S': o.stall_s = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'd': o.delay_ms = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'D': o.delay_count = strtoull(optarg, NULL, 0); break;
 		default: usage(stderr); return 2;
 		}
 	}

@@ -101,8 +101,8 @@ struct gw_chan {
 	/* The other side's tail as last read: re-read only when the arena
 	 * looks full, so the shared cache line is not pulled per message. */
 	uint32_t tail_cache;
-	/* client: RX bytes released but not yet published in rx_tail */
-	uint32_t rx_done;
+	/* client: RX bytes released, and the part of them published in rx_tail */
+	uint32_t rx_done, rx_published;
 	bool rx_unpublished;
 	/* descriptors taken from the ring this end reads, not yet consumed */
 	struct gw_chan_desc cache[GW_CHAN_BURST];
@@ -112,6 +112,7 @@ struct gw_chan {
 	uint32_t ring_mask; /* gateway: its own copy, never read from the region */
 	uint32_t tx_pos, rx_pos; /* gateway: its positions in the TX and RX rings */
 	uint64_t full_since_ns; /* gateway: when deliveries into RX began to fail */
+	bool rejecting; /* gateway: held too long; reject until read down to half */
 };
 
 /* A message as the gateway reads it from a TX ring. */
@@ -162,6 +163,9 @@ void gw_chan_consume(struct gw_chan *c, unsigned n);
  * arena is full (the client is not reading), -EMSGSIZE if it never fits.
  */
 int gw_chan_deliver(struct gw_chan *c, const struct gw_chan_desc *d, const void *data);
+
+/* Has the client read its RX ring down to half (descriptors and bytes)? */
+bool gw_chan_rx_below_half(const struct gw_chan *c);
 
 /* After a run of deliveries: wake the client if it sleeps. */
 void gw_chan_notify(struct gw_chan *c);

@@ -84,8 +84,14 @@ int gw_chan_send(struct gw_chan *c, uint16_t node, uint32_t ep, const void *buf,
 	};
 	memcpy(c->tx_arena + (d.pos & c->tx_mask), buf, len);
 	if (rte_ring_sp_enqueue_elem(c->tx_ring, &d, sizeof(d)) != 0) {
-		c->seen_tail = __atomic_load_n(&c->shm->tx_tail, __ATOMIC_ACQUIRE);
-		return -EAGAIN;
+		/* The descriptor ring is full. Take the tail before trying once
+		 * more, so a wait on it cannot miss a consumption in between. */
+		uint32_t tail = __atomic_load_n(&c->shm->tx_tail, __ATOMIC_ACQUIRE);
+		c->tail_cache = tail;
+		if (rte_ring_sp_enqueue_elem(c->tx_ring, &d, sizeof(d)) != 0) {
+			c->seen_tail = tail;
+			return -EAGAIN;
+		}
 	}
 	c->head = d.pos + len;
 	c->msgs++;
@@ -97,6 +103,7 @@ static void rx_publish(struct gw_chan *c)
 {
 	if (c->rx_unpublished) {
 		__atomic_store_n(&c->shm->rx_tail, c->rx_done, __ATOMIC_RELEASE);
+		c->rx_published = c->rx_done;
 		c->rx_unpublished = false;
 	}
 }
@@ -121,9 +128,12 @@ int gw_chan_recv(struct gw_chan *c, struct gw_chan_desc *d, const uint8_t **data
 
 void gw_chan_recv_done(struct gw_chan *c, const struct gw_chan_desc *d)
 {
-	/* Published once per burst (and before sleeping), not per message. */
+	/* Published once per burst, before sleeping, or once an eighth of the
+	 * arena is waiting (large messages), not per message. */
 	c->rx_done = d->pos + d->len;
 	c->rx_unpublished = true;
+	if (c->rx_done - c->rx_published >= (c->rx_mask + 1) / 8)
+		rx_publish(c);
 }
 
 bool gw_chan_rx_ready(const struct gw_chan *c)

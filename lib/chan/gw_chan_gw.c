@@ -226,15 +226,24 @@ int gw_chan_deliver(struct gw_chan *c, const struct gw_chan_desc *d, const void 
 	uint32_t queued = c->rx_pos - __atomic_load_n(&c->rx_ring->cons.tail, __ATOMIC_ACQUIRE);
 	if (queued >= c->ring_mask)
 		return -ENOBUFS; /* the descriptor ring is full */
-	struct gw_chan_desc *e = &ring_elems(c->rx_ring)[c->rx_pos & c->ring_mask];
-	*e = *d;
-	e->pos = c->head + pad;
-	memcpy(c->rx_arena + (e->pos & c->rx_mask), data, len);
-	c->head = e->pos + len;
+	/* Built privately and only then stored: the slot is the client's
+	 * memory, so nothing is read back from it. */
+	struct gw_chan_desc out = *d;
+	out.pos = c->head + pad;
+	memcpy(c->rx_arena + (out.pos & c->rx_mask), data, len);
+	c->head = out.pos + len;
+	ring_elems(c->rx_ring)[c->rx_pos & c->ring_mask] = out;
 	c->rx_pos++;
 	c->rx_ring->prod.head = c->rx_pos;
 	__atomic_store_n(&c->rx_ring->prod.tail, c->rx_pos, __ATOMIC_RELEASE);
 	return 0;
+}
+
+bool gw_chan_rx_below_half(const struct gw_chan *c)
+{
+	uint32_t queued = c->rx_pos - __atomic_load_n(&c->rx_ring->cons.tail, __ATOMIC_ACQUIRE);
+	uint32_t bytes = c->head - __atomic_load_n(&c->shm->rx_tail, __ATOMIC_ACQUIRE);
+	return queued < c->ring_half && bytes <= (c->rx_mask + 1) / 2;
 }
 
 void gw_chan_notify(struct gw_chan *c)

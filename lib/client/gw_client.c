@@ -196,8 +196,9 @@ int gw_send(struct gw_client *cl, uint16_t node, const char *endpoint, const voi
 int gw_flush(struct gw_client *cl, int timeout_ms)
 {
 	int64_t start = timeout_ms > 0 ? now_ms() : 0;
-	while (__atomic_load_n(&cl->chan.shm->tx_tail, __ATOMIC_ACQUIRE) != cl->chan.head) {
-		cl->chan.seen_tail = cl->chan.shm->tx_tail;
+	uint32_t tail;
+	while ((tail = __atomic_load_n(&cl->chan.shm->tx_tail, __ATOMIC_ACQUIRE)) != cl->chan.head) {
+		cl->chan.seen_tail = tail; /* the value just compared, not a newer one */
 		int rc = wait_chan(cl, true, timeout_ms < 0 ? -1 : (timeout_ms ? timeout_ms : 1), start);
 		if (rc < 0)
 			return rc == -EAGAIN ? -ETIMEDOUT : rc;

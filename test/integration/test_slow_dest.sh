@@ -1,53 +1,62 @@
 #!/usr/bin/env bash
-# A destination that stops reading must not stall the others for long, and
-# nothing meant for it is lost silently. One sender (200 writers) sends to
-# two endpoints on beta in alternation: "fast" reads everything, "slow"
-# registers and then reads nothing for 4 s. The policy (chan.dest_block_ms,
-# 100 ms): the lane waits for a full ring at most that long, then REJECTs
-# come back to the sender. So: fast gets every message in order; slow's
-# delivered plus the sender's rejects equal what was sent to slow.
+# A destination that stops reading, or reads at a trickle, must not stall
+# the others for long, and nothing meant for it is lost silently. One
+# sender (200 writers) sends to two endpoints on beta in alternation:
+# "fast" reads everything, "slow" either reads nothing for 4 s, or reads
+# one message per 50 ms for 60 messages; then it reads the rest. The
+# policy (chan.dest_block_ms, 100 ms): the lane waits for a full ring at
+# most that long; then the channel is stopped and REJECTs go back to the
+# sender until it has read its ring down to half. So: fast gets every
+# message in order; slow's delivered plus the sender's rejects equal what
+# was sent to slow, and some were rejected in both cases.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 BIN=$(gw_root)/build/app
 work=$(mktemp -d /tmp/gridwire-slow.XXXXXX)
-gw_cleanup_push rm -rf "$work"
+[[ -n "${GW_KEEP:-}" ]] || gw_cleanup_push rm -rf "$work"
 gw_ns_up >/dev/null
-gw_gateways_up "$work"
 
 writers=200 msgs=200
 half=$((writers * msgs / 2))
-gw_rx_start "$work" fast -e fast --expect "$half" --writers-max "$writers" --idle-timeout 20
-pid_fast=$GW_PID_RX
-gw_rx_start "$work" slow -e slow --expect "$half" --writers-max "$writers" --idle-timeout 3 --stall-s 4
-pid_slow=$GW_PID_RX
 
-ip netns exec gwa "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock -n 2 -e fast,slow \
-    -w "$writers" -m "$msgs" --linger-ms 2000 >"$work/tx.json" 2>"$work/tx.err" || true
-wait "$pid_fast" || true
-wait "$pid_slow" || true
-gw_gateways_down
-
-python3 - "$work" "$half" <<'PY'
+scenario() { # name slow-receiver-options...
+    local name=$1
+    shift
+    gw_gateways_up "$work"
+    gw_rx_start "$work" fast -e fast --expect "$half" --writers-max "$writers" --idle-timeout 20
+    local pid_fast=$GW_PID_RX
+    gw_rx_start "$work" slow -e slow --expect "$half" --writers-max "$writers" --idle-timeout 3 "$@"
+    local pid_slow=$GW_PID_RX
+    ip netns exec gwa "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock -n 2 -e fast,slow \
+        -w "$writers" -m "$msgs" --linger-ms 2000 >"$work/tx.json" 2>"$work/tx.err" || true
+    wait "$pid_fast" || true
+    wait "$pid_slow" || true
+    gw_gateways_down
+    python3 - "$work" "$half" "$name" <<'PY'
 import json, sys
-work, half = sys.argv[1], int(sys.argv[2])
+work, half, name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 tx = json.load(open(f"{work}/tx.json"))
 fast = json.load(open(f"{work}/fast.json"))
 slow = json.load(open(f"{work}/slow.json"))
 beta = json.load(open(f"{work}/beta.json"))
-print("sender:", tx)
-print("fast:  ", fast)
-print("slow:  ", slow)
-print("beta:   reject_dest_full", beta["reject_dest_full"], "rejects_sent", beta["rejects_sent"])
+print(f"{name}: sender {tx}")
+print(f"{name}: fast {fast}")
+print(f"{name}: slow {slow}")
+print(f"{name}: beta reject_dest_full {beta['reject_dest_full']} rejects_sent {beta['rejects_sent']}")
 bad = []
 if fast["delivered"] != half or fast["duplicates"] or fast["order_violations"]:
     bad.append("the fast destination did not get all its messages once and in order")
 if slow["duplicates"]:
     bad.append("duplicates at the slow destination")
 if tx["rejected"] == 0 or beta["reject_dest_full"] == 0:
-    bad.append("no message was rejected although a destination stopped")
+    bad.append("no message was rejected although a destination fell behind")
 if slow["delivered"] + tx["rejected"] != half:
     bad.append(f"slow: delivered {slow['delivered']} + rejected {tx['rejected']} != sent {half}")
-print("FAIL: " + "; ".join(bad) if bad else "ok: nothing lost silently, the fast destination kept flowing")
+print(f"{name}: " + ("FAIL: " + "; ".join(bad) if bad else "ok: nothing lost silently, the fast destination kept flowing"))
 sys.exit(1 if bad else 0)
 PY
+}
+
+scenario stopped --stall-s 4
+scenario trickling --delay-ms 50 --delay-count 60
