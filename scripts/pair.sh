@@ -108,6 +108,8 @@ out = {
     "msgs_per_frame": round(a["msgs_out"] / frames, 2) if frames else 0,
     "retrans": a["retrans"],
     "dup_frames": b["dup_frames"],
+    "bad_crc": a["bad_crc"] + b["bad_crc"],
+    "faults": {k[6:]: a[k] + b[k] for k in a if k.startswith("fault_")},
     "gw_cpu_s_per_M": round(cpu / (total / 1e6), 3),
     "gw_rss_kb": [int(rss0), int(rssmax), int(rss1)],
     "sender_failed": int(txfail),

@@ -480,6 +480,54 @@ static void on_frame(struct gw_gateway *g, struct rte_mbuf *m)
 	}
 }
 
+/* Is m a gridwire frame (IPv4, UDP to our port)? Only those get faults:
+ * the bond's LACP frames are left alone. */
+static bool is_gridwire(const struct gw_gateway *g, const struct rte_mbuf *m)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	return m->data_len >= GW_FRAME_MIN && p[12] == 0x08 && p[13] == 0x00 && p[23] == 17 &&
+	       (uint16_t)(p[36] << 8 | p[37]) == g->self.port;
+}
+
+/*
+ * The [fault] stage: what a lossy, reordering, duplicating link would do,
+ * and corruption that only the CRC can catch (a bit flipped in the
+ * gridwire header's sequence, epoch, node and lane fields or the payload).
+ */
+static void rx_faulty(struct gw_gateway *g, struct rte_mbuf *m)
+{
+	struct rte_mbuf *copy;
+	uint8_t mask;
+	size_t at;
+	if (!is_gridwire(g, m)) {
+		on_frame(g, m);
+		return;
+	}
+	switch (gw_fault_decide(&g->fault)) {
+	case GW_FAULT_PASS:
+		break;
+	case GW_FAULT_DROP:
+		rte_pktmbuf_free(m);
+		return;
+	case GW_FAULT_DUP:
+		copy = rte_pktmbuf_copy(m, g->port.pool, 0, UINT32_MAX);
+		if (copy)
+			on_frame(g, copy);
+		break;
+	case GW_FAULT_CORRUPT:
+		/* Skip magic, version, type (bytes 0-3) and len (24-27): the
+		 * structural checks catch those before the CRC is looked at. */
+		at = gw_fault_corrupt_at(&g->fault, m->data_len - GW_OUTER_HLEN - 8, &mask);
+		at += GW_OUTER_HLEN + (at < 20 ? 4 : 8);
+		rte_pktmbuf_mtod(m, uint8_t *)[at] ^= mask;
+		break;
+	case GW_FAULT_DELAY:
+		gw_fault_hold(&g->fault, m, g->now);
+		return;
+	}
+	on_frame(g, m);
+}
+
 /* --- the main loop --- */
 
 static bool main_step(struct gw_gateway *g)
@@ -489,10 +537,16 @@ static bool main_step(struct gw_gateway *g)
 	g->now = gw_clock_ns();
 	for (uint16_t q = 0; q < g->port.nqueues; q++) {
 		uint16_t n = rte_eth_rx_burst(g->port.port_id, q, rx, GW_RX_BURST);
-		for (uint16_t i = 0; i < n; i++)
-			on_frame(g, rx[i]);
+		for (uint16_t i = 0; i < n; i++) {
+			if (g->fault_on)
+				rx_faulty(g, rx[i]);
+			else
+				on_frame(g, rx[i]);
+		}
 		work |= n > 0;
 	}
+	for (struct rte_mbuf *m; g->fault_on && (m = gw_fault_release(&g->fault, g->now));)
+		on_frame(g, m);
 	work |= deliver_lanes(g);
 	work |= deliver_loopback(g);
 	peers_tick(g);
@@ -550,6 +604,16 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg)
 	for (unsigned i = 0; i < cfg->npeers; i++)
 		g->peers[cfg->peers[i]].allowed = true;
 	g->peers[cfg->node_id].allowed = false;
+	struct gw_fault_conf fc = {
+		.drop_ppm = cfg->fault_drop_ppm, .dup_ppm = cfg->fault_dup_ppm,
+		.corrupt_ppm = cfg->fault_corrupt_ppm, .reorder_ppm = cfg->fault_reorder_ppm,
+		.delay_us = cfg->fault_delay_us, .seed = cfg->fault_seed,
+	};
+	gw_fault_init(&g->fault, &fc);
+	g->fault_on = gw_fault_enabled(&fc);
+	if (g->fault_on)
+		GW_LOG(WARNING, "fault injection on: drop %u dup %u corrupt %u reorder %u ppm, seed %u",
+		       fc.drop_ppm, fc.dup_ppm, fc.corrupt_ppm, fc.reorder_ppm, cfg->fault_seed);
 
 	/* Queue 0 is the main lcore's; each worker lcore has one more. */
 	int rc = gw_port_open(&g->port, cfg, (uint16_t)(cfg->workers + 1));
@@ -665,13 +729,17 @@ void gw_gateway_stats_json(const struct gw_gateway *g, char *buf, size_t len)
 		 ",\"rejects_sent\":%" PRIu64 ",\"rejects_lost\":%" PRIu64
 		 ",\"reject_unknown_ep\":%" PRIu64 ",\"reject_dest_full\":%" PRIu64
 		 ",\"nombuf\":%" PRIu64 ",\"tx_stalls\":%" PRIu64 ",\"clients_broken\":%" PRIu64
-		 ",\"batch_full_stops\":%" PRIu64 "}",
+		 ",\"batch_full_stops\":%" PRIu64 ",\"fault_dropped\":%" PRIu64
+		 ",\"fault_duplicated\":%" PRIu64 ",\"fault_corrupted\":%" PRIu64
+		 ",\"fault_delayed\":%" PRIu64 "}",
 		 g->cfg->node_id, g->nlanes, s.rx_frames, s.tx_frames, s.rx_bytes, s.tx_bytes,
 		 s.data_frames, frames, s.msgs_out, s.msgs_in, s.msgs_local,
 		 frames ? (double)(s.msgs_out + s.msgs_local) / (double)frames : 0.0, s.retrans,
 		 s.dup_frames, s.beyond_window, s.bad_crc, s.bad_frames, s.not_ours,
 		 s.unknown_peer, s.rejects_sent, s.rejects_lost, s.reject_unknown_ep,
-		 s.reject_dest_full, s.nombuf, s.tx_stalls, s.clients_broken, full_stops);
+		 s.reject_dest_full, s.nombuf, s.tx_stalls, s.clients_broken, full_stops,
+		 g->fault.counts[GW_FAULT_DROP], g->fault.counts[GW_FAULT_DUP],
+		 g->fault.counts[GW_FAULT_CORRUPT], g->fault.counts[GW_FAULT_DELAY]);
 }
 
 void gw_gateway_fini(struct gw_gateway *g)
@@ -689,6 +757,8 @@ void gw_gateway_fini(struct gw_gateway *g)
 		rte_pktmbuf_free(g->txq.m[i]);
 	if (g->loop_head)
 		rte_pktmbuf_free(g->loop_head);
+	for (struct rte_mbuf *m; (m = gw_fault_drain(&g->fault));)
+		rte_pktmbuf_free(m);
 	if (g->loopback) {
 		struct rte_mbuf *m;
 		while (rte_ring_dequeue(g->loopback, (void **)&m) == 0)

@@ -34,6 +34,7 @@
 #include "gw_batch.h"
 #include "gw_chan.h"
 #include "gw_config.h"
+#include "gw_fault.h"
 #include "gw_lane.h"
 #include "gw_port.h"
 #include "gw_wire.h"
@@ -165,6 +166,8 @@ struct gw_gateway {
 	int listen_fd, epfd;
 	bool draining; /* shutting down: take no new messages (atomic) */
 	bool stop_workers; /* (atomic) */
+	struct gw_fault fault; /* [fault] injection on received frames */
+	bool fault_on;
 	struct gw_counters st;
 };
 

@@ -60,6 +60,7 @@ enum {
 	GW_K_RING, GW_K_ARENA_KB, GW_K_MSG_MAX, GW_K_CLIENTS_MAX, GW_K_DEST_BLOCK,
 	GW_K_STRATEGY, GW_K_SPIN_POLLS, GW_K_YIELD_POLLS, GW_K_SLEEP_MAX,
 	GW_K_WORKERS,
+	GW_K_DROP, GW_K_DUP, GW_K_CORRUPT, GW_K_REORDER, GW_K_DELAY, GW_K_SEED,
 	GW_NKEYS
 };
 
@@ -148,6 +149,12 @@ static const struct gw_key gw_keys[GW_NKEYS] = {
 	/* Bond mode 4 must be polled at least every 100 ms (LACP); stay well below. */
 	[GW_K_SLEEP_MAX] = GW_NUM("idle", "sleep_max_us", sleep_max_us, 1, 50000),
 	[GW_K_WORKERS] = GW_NUM("lcores", "workers", workers, 0, GW_CONFIG_MAX_WORKERS),
+	[GW_K_DROP] = GW_NUM("fault", "drop_ppm", fault_drop_ppm, 0, 1000000),
+	[GW_K_DUP] = GW_NUM("fault", "dup_ppm", fault_dup_ppm, 0, 1000000),
+	[GW_K_CORRUPT] = GW_NUM("fault", "corrupt_ppm", fault_corrupt_ppm, 0, 1000000),
+	[GW_K_REORDER] = GW_NUM("fault", "reorder_ppm", fault_reorder_ppm, 0, 1000000),
+	[GW_K_DELAY] = GW_NUM("fault", "delay_us", fault_delay_us, 1, 1000000),
+	[GW_K_SEED] = GW_NUM("fault", "seed", fault_seed, 0, UINT32_MAX),
 };
 
 /* Write the whole error line. Returns rc. */
@@ -598,6 +605,12 @@ static int gw_check(struct gw_load *ld)
 		return gw_key_err(ld, gw_blame(ld, GW_K_HELLO, GW_K_PEER_TIMEOUT), NULL, -EINVAL,
 				  "needs peer_timeout_ms >= 3 * hello_ms (%u < 3 * %u)",
 				  cfg->peer_timeout_ms, cfg->hello_ms);
+	if ((uint64_t)cfg->fault_drop_ppm + cfg->fault_dup_ppm + cfg->fault_corrupt_ppm +
+	    cfg->fault_reorder_ppm > 1000000)
+		return gw_key_err(ld, gw_blame(ld, gw_blame(ld, GW_K_DROP, GW_K_DUP) - gw_keys,
+					       gw_blame(ld, GW_K_CORRUPT, GW_K_REORDER) - gw_keys),
+				  NULL, -EINVAL,
+				  "drop_ppm + dup_ppm + corrupt_ppm + reorder_ppm must be at most 1000000");
 	if (cfg->msg_max > pmax) {
 		/* The default suits jumbo frames; a smaller mtu just lowers it. */
 		if (!ld->origin[GW_K_MSG_MAX])
@@ -640,6 +653,8 @@ void gw_config_defaults(struct gw_config *cfg)
 	cfg->spin_polls = 200;
 	cfg->yield_polls = 20;
 	cfg->sleep_max_us = 200;
+	cfg->fault_delay_us = 500;
+	cfg->fault_seed = 1;
 }
 
 int gw_config_load(struct gw_config *cfg, const char *path, char *const *overrides,

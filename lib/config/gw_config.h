@@ -67,6 +67,9 @@ struct gw_config {
 	unsigned spin_polls, yield_polls, sleep_max_us;
 	/* [lcores] */
 	unsigned workers; /* worker lcores; 0 = every role on the main lcore */
+	/* [fault]: injected on received frames, all off by default */
+	unsigned fault_drop_ppm, fault_dup_ppm, fault_corrupt_ppm, fault_reorder_ppm;
+	unsigned fault_delay_us, fault_seed;
 };
 
 /* The built-in defaults (what an empty file gives). */
