@@ -6,7 +6,8 @@
 #
 #   scripts/pair.sh [--procs P] [--writers W] [--msgs M] [--size S]
 #                   [--batch on|off] [--drop PERMILLE] [--drop-acks PERMILLE]
-#                   [--set section.key=value]... [--workers N] [--keep-ns]
+#                   [--set section.key=value]... [--workers N] [--rate MSGS_PER_S_PER_PROC]
+#                   [--keep-ns]
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -14,7 +15,7 @@ ROOT=$(gw_root)
 BIN=$ROOT/build/app
 
 procs=4 writers=250 msgs=1000 size=225 batch=on drop=0 drop_acks=0 keep_ns=0
-sets=()
+sets=() rate=()
 while (($#)); do
     case $1 in
     --procs) procs=$2; shift 2 ;;
@@ -26,6 +27,7 @@ while (($#)); do
     --drop-acks) drop_acks=$2; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
     --workers) export GW_WORKERS=$2; shift 2 ;;
+    --rate) rate=(--rate "$2"); shift 2 ;;
     --keep-ns) keep_ns=1; shift ;;
     *) gw_die "pair.sh: unknown option $1 (see the header of scripts/pair.sh)" ;;
     esac
@@ -36,7 +38,7 @@ done
 
 total=$((procs * writers * msgs))
 work=$(mktemp -d /tmp/gridwire-pair.XXXXXX)
-gw_cleanup_push rm -rf "$work"
+[[ -n "${GW_KEEP:-}" ]] && gw_log "pair: keeping $work" || gw_cleanup_push rm -rf "$work"
 if ((keep_ns)); then
     gw_netns status >/dev/null 2>&1 || gw_netns up >/dev/null
 else
@@ -64,7 +66,7 @@ rss0=$(($(rss_of "$pid_a") + $(rss_of "$pid_b")))
 txpids=()
 for p in $(seq 0 $((procs - 1))); do
     ip netns exec gwa "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock -n 2 -e sink \
-        -w "$writers" -m "$msgs" -z "$size" --id-base $((p * writers)) \
+        -w "$writers" -m "$msgs" -z "$size" --id-base $((p * writers)) "${rate[@]}" \
         >"$work/tx$p.json" 2>"$work/tx$p.err" &
     txpids+=($!)
 done

@@ -192,6 +192,8 @@ static void peers_tick(struct gw_gateway *g)
 	if (g->now - g->last_hello_ns >= g->cfg->hello_ms * 1000000ull) {
 		g->last_hello_ns = g->now;
 		hello_send(g);
+		if (g->port.bonded)
+			gw_port_watch(&g->port);
 	}
 	uint64_t timeout = g->cfg->peer_timeout_ms * 1000000ull;
 	for (unsigned k = 0; k < g->nknown; k++) {

@@ -32,6 +32,21 @@ static int set_kernel_mtu(const char *ifname, unsigned mtu)
 	return rc;
 }
 
+/* 1 if the kernel interface is up with carrier, 0 if not, negative errno. */
+static int kernel_link(const char *ifname)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	struct ifreq ifr = { 0 };
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	int rc = ioctl(s, SIOCGIFFLAGS, &ifr) < 0 ? -errno
+						  : (ifr.ifr_flags & (IFF_UP | IFF_RUNNING)) ==
+							    (IFF_UP | IFF_RUNNING);
+	close(s);
+	return rc;
+}
+
 static int add_member(struct gw_port *p, unsigned i, const char *ifname, uint16_t nq)
 {
 	char name[32], args[160];
@@ -113,7 +128,31 @@ int gw_port_open(struct gw_port *p, const struct gw_config *cfg, uint16_t nqueue
 			return rc;
 		}
 	rte_eth_macaddr_get(p->port_id, &p->mac);
+	for (unsigned i = 0; i < p->nmembers; i++)
+		p->member_up[i] = true;
 	return 0;
+}
+
+int gw_port_watch(struct gw_port *p)
+{
+	int changed = 0;
+	for (unsigned i = 0; i < p->nmembers; i++) {
+		int up = kernel_link(p->ifnames[i]);
+		if (up < 0 || (bool)up == p->member_up[i])
+			continue;
+		p->member_up[i] = up;
+		changed++;
+		/* af_packet has no link state of its own to report, so the bond
+		 * is told by taking the member out and putting it back. */
+		int rc = up ? rte_eth_bond_slave_add(p->port_id, p->members[i])
+			    : rte_eth_bond_slave_remove(p->port_id, p->members[i]);
+		if (up)
+			set_kernel_mtu(p->ifnames[i], p->mtu); /* the MTU trap again */
+		RTE_LOG(WARNING, GW_PORT, "member %s is %s%s\n", p->ifnames[i],
+			up ? "up again: back in the bond" : "down: its traffic moves to the other members",
+			rc < 0 ? " (the bond refused the change)" : "");
+	}
+	return changed;
 }
 
 void gw_port_close(struct gw_port *p)

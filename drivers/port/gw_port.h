@@ -32,6 +32,7 @@ struct gw_port {
 	char ifnames[GW_CONFIG_MAX_MEMBERS][GW_IFNAME_MAX];
 	unsigned mtu;
 	uint16_t nqueues; /* RX and TX queue pairs */
+	bool member_up[GW_CONFIG_MAX_MEMBERS]; /* kernel state as last seen */
 };
 
 /*
@@ -41,6 +42,16 @@ struct gw_port {
  */
 int gw_port_open(struct gw_port *p, const struct gw_config *cfg, uint16_t nqueues);
 void gw_port_close(struct gw_port *p);
+/*
+ * Follow the members' kernel link state (up and carrier). af_packet does
+ * not report it, so without this a bond keeps hashing flows onto a dead
+ * member. A change is passed to the member's ethdev link state, which the
+ * bond polls: it stops using a member that went down and takes it back
+ * (after LACP agrees again, in mode 4) when it returns. Returns how many
+ * members changed.
+ */
+int gw_port_watch(struct gw_port *p);
+
 /* Link state of the polled port (bond mode 4: once LACP has agreed). */
 bool gw_port_link_up(const struct gw_port *p);
 
