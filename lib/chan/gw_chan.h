@@ -91,6 +91,7 @@ struct gw_chan {
 	int memfd;
 	int efd_rx; /* signalled when RX has data for a sleeping client */
 	int efd_tx; /* signalled when TX has room for a sleeping client */
+	int hup_fd; /* client: the control socket, which closes when the gateway dies */
 	struct gw_chan_shm *shm;
 	struct rte_ring *tx_ring, *rx_ring;
 	uint8_t *tx_arena, *rx_arena;
@@ -136,7 +137,7 @@ static inline void gw_chan_close(struct gw_chan *c)
 	if (c->efd_tx >= 0)
 		close(c->efd_tx);
 	memset(c, 0, sizeof(*c));
-	c->memfd = c->efd_rx = c->efd_tx = -1;
+	c->memfd = c->efd_rx = c->efd_tx = c->hup_fd = -1;
 }
 
 /* --- gateway side (gw_chan_gw.c, links librte_ring) --- */
@@ -183,10 +184,17 @@ int gw_chan_recv(struct gw_chan *c, struct gw_chan_desc *d, const uint8_t **data
 /* Release what gw_chan_recv returned. */
 void gw_chan_recv_done(struct gw_chan *c, const struct gw_chan_desc *d);
 
+/* Has the gateway closed the control socket (it died or cut us off)? */
+bool gw_chan_gateway_gone(const struct gw_chan *c);
+
 /* Something to receive? */
 bool gw_chan_rx_ready(const struct gw_chan *c);
 
-/* Sleep until RX has data (or TX has room, for_tx) or timeout_ms passes (-1 = forever). */
+/*
+ * Sleep until RX has data (or TX has room, for_tx) or timeout_ms passes
+ * (-1 = forever): 0, -ETIMEDOUT, or -EPIPE when hup_fd says the gateway
+ * has gone.
+ */
 int gw_chan_wait(struct gw_chan *c, bool for_tx, int timeout_ms);
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +54,7 @@ int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx)
 	c->memfd = memfd;
 	c->efd_rx = efd_rx;
 	c->efd_tx = efd_tx;
+	c->hup_fd = -1;
 	c->tx_ring = (struct rte_ring *)(c->base + s->tx_ring_off);
 	c->rx_ring = (struct rte_ring *)(c->base + s->rx_ring_off);
 	c->tx_arena = c->base + s->tx_arena_off;
@@ -136,6 +138,16 @@ void gw_chan_recv_done(struct gw_chan *c, const struct gw_chan_desc *d)
 		rx_publish(c);
 }
 
+bool gw_chan_gateway_gone(const struct gw_chan *c)
+{
+	/* Nothing is pending on the control socket between requests, so
+	 * anything readable there is its end. */
+	char b;
+	struct pollfd p = { .fd = c->hup_fd, .events = POLLIN };
+	return c->hup_fd >= 0 && poll(&p, 1, 0) == 1 &&
+	       (p.revents & (POLLHUP | POLLERR) || recv(c->hup_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0);
+}
+
 bool gw_chan_rx_ready(const struct gw_chan *c)
 {
 	return c->cache_i < c->cache_n || rte_ring_count(c->rx_ring) > 0;
@@ -155,13 +167,17 @@ int gw_chan_wait(struct gw_chan *c, bool for_tx, int timeout_ms)
 		*flag = 0;
 		return 0;
 	}
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	int rc = poll(&p, 1, timeout_ms);
+	struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = c->hup_fd, .events = POLLIN } };
+	int rc = poll(p, c->hup_fd >= 0 ? 2 : 1, timeout_ms);
 	if (rc < 0)
 		return -errno;
 	if (rc == 0)
 		return -ETIMEDOUT;
-	eventfd_t v;
-	eventfd_read(fd, &v);
-	return 0;
+	if (p[0].revents) {
+		eventfd_t v;
+		eventfd_read(fd, &v);
+		return 0;
+	}
+	*flag = 0;
+	return gw_chan_gateway_gone(c) ? -EPIPE : 0;
 }

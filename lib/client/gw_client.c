@@ -19,6 +19,8 @@ struct gw_client {
 	struct gw_chan chan;
 	struct gw_chan_desc pending; /* handed out by gw_recv, released by the next */
 	int has_pending;
+	bool dead; /* the gateway closed our control socket */
+	int64_t alive_checked_ms;
 };
 
 /* One request, one reply; fds (up to 3) arrive with the reply. */
@@ -84,6 +86,7 @@ int gw_connect(const char *socket_path, struct gw_client **out)
 		goto fail;
 	}
 	cl->node = (uint16_t)m.arg2;
+	cl->chan.hup_fd = cl->sock;
 	*out = cl;
 	return 0;
 fail:
@@ -97,6 +100,7 @@ void gw_close(struct gw_client *cl)
 {
 	if (!cl)
 		return;
+	cl->chan.hup_fd = -1;
 	close(cl->sock);
 	gw_chan_close(&cl->chan);
 	free(cl);
@@ -151,11 +155,28 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/*
+ * Is the gateway still there? Asked when a poll finds nothing, at most once
+ * a millisecond, so a client polling a dead gateway hears -EPIPE rather
+ * than -EAGAIN for ever, without a system call on every empty poll.
+ */
+static int gateway_alive(struct gw_client *cl)
+{
+	if (cl->dead)
+		return -EPIPE;
+	int64_t now = now_ms();
+	if (now == cl->alive_checked_ms)
+		return 0;
+	cl->alive_checked_ms = now;
+	cl->dead = gw_chan_gateway_gone(&cl->chan);
+	return cl->dead ? -EPIPE : 0;
+}
+
 /* Wait for the channel (TX room or RX data) within what is left of timeout_ms. */
 static int wait_chan(struct gw_client *cl, bool for_tx, int timeout_ms, int64_t start)
 {
 	if (timeout_ms == 0)
-		return -EAGAIN;
+		return gateway_alive(cl) < 0 ? -EPIPE : -EAGAIN;
 	int left = -1;
 	if (timeout_ms > 0) {
 		int64_t l = timeout_ms - (now_ms() - start);
@@ -164,6 +185,8 @@ static int wait_chan(struct gw_client *cl, bool for_tx, int timeout_ms, int64_t 
 		left = (int)l;
 	}
 	int rc = gw_chan_wait(&cl->chan, for_tx, left);
+	if (rc == -EPIPE)
+		cl->dead = true;
 	return rc == -ETIMEDOUT && timeout_ms > 0 ? rc : (rc < 0 && rc != -ETIMEDOUT ? rc : 0);
 }
 
