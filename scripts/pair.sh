@@ -111,6 +111,7 @@ out = {
     "retrans": a["retrans"],
     "dup_frames": b["dup_frames"],
     "bad_crc": a["bad_crc"] + b["bad_crc"],
+    "refused_at_beta": {k: b[k] for k in ("bad_frames", "bad_crc", "not_ours", "unknown_peer")},
     "faults": {k[6:]: a[k] + b[k] for k in a if k.startswith("fault_")},
     "gw_cpu_s_per_M": round(cpu / (total / 1e6), 3),
     "gw_rss_kb": [int(rss0), int(rssmax), int(rss1)],

@@ -673,6 +673,10 @@ static void drain(void)
 	}
 	fprintf(stderr, "fuzz_lane: the lane does not drain: una %u nxt %u, rx next %u\n",
 		tx->una, tx->nxt, rx->next);
+	if (rx->active && rx->epoch == tx->epoch && seq_before(rx->next, tx->una))
+		fprintf(stderr, "fuzz_lane: the rx waits for seq %u, which the tx released on an "
+				"ack: it took its next from the base of a retransmitted frame, "
+				"stale since\n", rx->next);
 	CHECK(gw_lane_tx_inflight(tx) == 0);
 }
 
