@@ -114,28 +114,37 @@ _gw_stop_pid() {
 # gw_gateways_up WORK [gridwired args...]: start both, wait until they see
 # each other (bond mode 4 takes about 3 s). Sets GW_PID_A and GW_PID_B.
 # GW_WORKERS=N gives each gateway N worker lcores besides its main one.
+# gw_gateway_start WORK 0|1 [gridwired args...]: start alpha (0) or beta
+# (1) in its namespace; prints its pid. Its log goes to WORK/NAME.log
+# (appended, so a restart keeps the first instance's lines).
+gw_gateway_start() {
+    local work=$1 i=$2 bin=$_GW_LIB_ROOT/build/app/gridwired
+    shift 2
+    local ns=(gwa gwb) name=(alpha beta) cfg=(demo-a.ini demo-b.ini)
+    local workers=${GW_WORKERS:-0} lcores="" k
+    # Main lcore of alpha on CPU 0, of beta on CPU 1; workers alternate.
+    for k in $(seq 0 "$workers"); do lcores+="${lcores:+,}$k@$(((i + k) % 2))"; done
+    rm -f "/run/gridwire/${name[i]}.sock"
+    ip netns exec "${ns[i]}" "$bin" -c "$_GW_LIB_ROOT/config/${cfg[i]}" \
+        --set "eal.args=--no-pci --no-huge -m 512 --no-shconf --lcores=$lcores" \
+        --set "lcores.workers=$workers" \
+        --stats-file "$work/${name[i]}.json" "$@" >>"$work/${name[i]}.log" 2>&1 &
+    echo $!
+}
+
 gw_gateways_up() {
-    local work=$1 bin=$_GW_LIB_ROOT/build/app/gridwired
+    local work=$1 i
     shift
-    local ns=(gwa gwb) name=(alpha beta) cfg=(demo-a.ini demo-b.ini) pids=() i
-    local workers=${GW_WORKERS:-0} lcores k
-    for i in 0 1; do
-        [[ -z "$(ip netns pids "${ns[i]}" 2>/dev/null)" ]] ||
-            gw_die "processes still run in namespace ${ns[i]}: stop them first (gw_gateways_down, or ./scripts/gw netns down)"
+    for i in gwa gwb; do
+        [[ -z "$(ip netns pids "$i" 2>/dev/null)" ]] ||
+            gw_die "processes still run in namespace $i: stop them first (gw_gateways_down, or ./scripts/gw netns down)"
     done
-    for i in 0 1; do
-        # Main lcore of alpha on CPU 0, of beta on CPU 1; workers alternate.
-        lcores=""
-        for k in $(seq 0 "$workers"); do lcores+="${lcores:+,}$k@$(((i + k) % 2))"; done
-        rm -f "/run/gridwire/${name[i]}.sock"
-        ip netns exec "${ns[i]}" "$bin" -c "$_GW_LIB_ROOT/config/${cfg[i]}" \
-            --set "eal.args=--no-pci --no-huge -m 512 --no-shconf --lcores=$lcores" \
-            --set "lcores.workers=$workers" \
-            --stats-file "$work/${name[i]}.json" "$@" >"$work/${name[i]}.log" 2>&1 &
-        pids+=($!)
-        gw_cleanup_push _gw_stop_pid "$!"
-    done
-    GW_PID_A=${pids[0]} GW_PID_B=${pids[1]}
+    : >"$work/alpha.log"
+    : >"$work/beta.log"
+    GW_PID_A=$(gw_gateway_start "$work" 0 "$@")
+    gw_cleanup_push _gw_stop_pid "$GW_PID_A"
+    GW_PID_B=$(gw_gateway_start "$work" 1 "$@")
+    gw_cleanup_push _gw_stop_pid "$GW_PID_B"
     for _ in $(seq 300); do
         grep -q "is up" "$work/alpha.log" && grep -q "is up" "$work/beta.log" && return 0
         if ! kill -0 "$GW_PID_A" 2>/dev/null || ! kill -0 "$GW_PID_B" 2>/dev/null; then

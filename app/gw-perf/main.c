@@ -4,8 +4,10 @@
  *
  *   gw-perf tx -s SOCK -n NODE -e EP[,EP...] [-w WRITERS] [-m MSGS] [-z SIZE]
  *              [--id-base N] [--rate MSGS_PER_S] [--linger-ms MS]
+ *              [--retry-unreachable] [--ledger FILE]
  *   gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N] [--idle-timeout S]
- *              [--stall-s S] [--delay-ms MS [--delay-count N]]
+ *              [--stall-s S] [--delay-ms MS [--delay-count N]] [--reconnect]
+ *              [-m MSGS --ledger FILE]
  *
  * tx: WRITERS logical senders take turns; each sends MSGS messages of SIZE
  * bytes carrying (writer id, sequence number), writer w to endpoint
@@ -15,7 +17,11 @@
  * and then reads nothing for S seconds (a stopped destination); --delay-ms
  * reads one message per MS milliseconds (a slow one), for the first N
  * messages if --delay-count is given. Both end
- * with one JSON line on stdout.
+ * with one JSON line on stdout. --ledger writes a bitmap (bit writer * MSGS
+ * + seq) of the messages rejected (tx) or received (rx), so a checker can
+ * see that every message was delivered or reported; --retry-unreachable
+ * resends a message refused because its node is down; --reconnect follows
+ * a gateway that restarts.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -45,6 +51,8 @@ struct opts {
 	const char *sock, *endpoint;
 	unsigned node, writers, size, id_base, writers_max, idle_timeout, linger_ms, stall_s, delay_ms;
 	uint64_t delay_count;
+	const char *ledger; /* tx: rejected messages; rx: received ones (bitmaps) */
+	bool retry_unreachable, reconnect;
 	uint64_t msgs, expect, rate;
 };
 
@@ -68,8 +76,45 @@ static int fail(const char *what, int err)
 	return 1;
 }
 
+/*
+ * One bit per message, at writer * msgs + seq: what the sender was told
+ * failed, or what the receiver got. A checker ORs the two to see that every
+ * message was either delivered or reported.
+ */
+struct ledger {
+	uint8_t *bits;
+	uint64_t n, msgs;
+};
+
+static void ledger_init(struct ledger *l, uint64_t writers, uint64_t msgs)
+{
+	l->n = writers * msgs;
+	l->msgs = msgs;
+	l->bits = calloc((l->n + 7) / 8, 1);
+}
+
+/* Set bit (writer, seq); returns its old value, or -1 when out of range. */
+static int ledger_set(struct ledger *l, uint64_t writer, uint64_t seq)
+{
+	uint64_t i = writer * l->msgs + seq;
+	if (seq >= l->msgs || i >= l->n)
+		return -1;
+	int old = (l->bits[i / 8] >> (i % 8)) & 1;
+	l->bits[i / 8] |= (uint8_t)(1u << (i % 8));
+	return old;
+}
+
+static void ledger_write(const struct ledger *l, const char *path)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(l->bits, 1, (l->n + 7) / 8, f) != (l->n + 7) / 8)
+		fprintf(stderr, "gw-perf: cannot write %s\n", path);
+	if (f)
+		fclose(f);
+}
+
 /* Count REJECTs waiting for us; they name sends that were not delivered. */
-static uint64_t drain_rejects(struct gw_client *cl)
+static uint64_t drain_rejects(struct gw_client *cl, const struct opts *o, struct ledger *l)
 {
 	struct gw_msg m;
 	uint64_t n = 0;
@@ -78,6 +123,9 @@ static uint64_t drain_rejects(struct gw_client *cl)
 			if (n == 0)
 				fprintf(stderr, "gw-perf: message %u rejected: %s\n", m.msg_id,
 					strerror(-m.error));
+			/* msg_id counts accepted sends, which go round the writers. */
+			if (l->bits)
+				ledger_set(l, o->id_base + m.msg_id % o->writers, m.msg_id / o->writers);
 			n++;
 		}
 	return n;
@@ -104,7 +152,10 @@ static int run_tx(const struct opts *o)
 	snprintf(names, sizeof(names), "%s", o->endpoint);
 	for (char *sv, *t = strtok_r(names, ",", &sv); t && nep < PERF_MAX_EPS; t = strtok_r(NULL, ",", &sv))
 		ep[nep++] = gw_endpoint_id(t);
-	uint64_t total = o->msgs * o->writers, rejects = 0;
+	uint64_t total = o->msgs * o->writers, rejects = 0, refused = 0;
+	struct ledger led = { 0 };
+	if (o->ledger)
+		ledger_init(&led, o->id_base + o->writers, o->msgs);
 	double c0 = cpu_s();
 	uint64_t t0 = now_ns();
 	for (uint64_t i = 0; i < total; i++) {
@@ -123,11 +174,19 @@ static int run_tx(const struct opts *o)
 		uint32_t to = ep[(i % o->writers) % nep];
 		rc = gw_send_id(cl, (uint16_t)o->node, to, buf, o->size, 0);
 		if (rc == -EAGAIN) {
-			rejects += drain_rejects(cl);
+			rejects += drain_rejects(cl, o, &led);
+			rc = gw_send_id(cl, (uint16_t)o->node, to, buf, o->size, 10000);
+		}
+		/* The node is down and we were told at once: try again later,
+		 * up to a minute, so every writer's sequence stays whole. */
+		for (int k = 0; rc == -EHOSTUNREACH && o->retry_unreachable && k < 6000; k++) {
+			refused++;
+			nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+			rejects += drain_rejects(cl, o, &led);
 			rc = gw_send_id(cl, (uint16_t)o->node, to, buf, o->size, 10000);
 		}
 		if ((i & 1023) == 1023)
-			rejects += drain_rejects(cl);
+			rejects += drain_rejects(cl, o, &led);
 		if (rc < 0)
 			return fail("send", rc);
 	}
@@ -135,15 +194,19 @@ static int run_tx(const struct opts *o)
 	uint64_t t1 = now_ns();
 	if (rc < 0)
 		return fail("flush", rc);
-	rejects += drain_rejects(cl);
+	rejects += drain_rejects(cl, o, &led);
 	for (uint64_t end = now_ns() + o->linger_ms * 1000000ull; now_ns() < end;) {
 		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
-		rejects += drain_rejects(cl);
+		rejects += drain_rejects(cl, o, &led);
 	}
+	if (o->ledger)
+		ledger_write(&led, o->ledger);
+	free(led.bits);
 	double el = (double)(t1 - t0) / 1e9;
 	printf("{\"role\":\"tx\",\"sent\":%" PRIu64 ",\"rejected\":%" PRIu64
-	       ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f}\n",
-	       total, rejects, el, (double)total / el, cpu_s() - c0);
+	       ",\"refused_retries\":%" PRIu64 ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f"
+	       ",\"cpu_s\":%.3f}\n",
+	       total, rejects, refused, el, (double)total / el, cpu_s() - c0);
 	gw_close(cl);
 	free(buf);
 	return rejects ? 1 : 0;
@@ -163,7 +226,11 @@ static int run_rx(const struct opts *o)
 	if (o->stall_s)
 		sleep(o->stall_s);
 	uint64_t *next = calloc(o->writers_max, sizeof(*next));
-	uint64_t got = 0, dups = 0, order = 0, bad = 0, t0 = 0, t1 = 0;
+	uint64_t got = 0, dups = 0, order = 0, reordered = 0, bad = 0, t0 = 0, t1 = 0;
+	uint64_t reconnects = 0;
+	struct ledger led = { 0 };
+	if (o->ledger)
+		ledger_init(&led, o->writers_max, o->msgs);
 	double c0 = cpu_s();
 	while (got < o->expect) {
 		struct gw_msg m;
@@ -172,6 +239,24 @@ static int run_rx(const struct opts *o)
 			fprintf(stderr, "gw-perf: no message for %u s, %" PRIu64 " of %" PRIu64
 				" received\n", o->idle_timeout, got, o->expect);
 			break;
+		}
+		if (rc == -EPIPE && o->reconnect) {
+			/* Everything the old gateway delivered has been read (recv
+			 * drains the ring first); find the new one. */
+			gw_close(cl);
+			cl = NULL;
+			for (unsigned k = 0; k < o->idle_timeout * 10 && !cl; k++) {
+				nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
+				if (gw_connect(o->sock, &cl) == 0 && gw_register(cl, o->endpoint) < 0) {
+					gw_close(cl);
+					cl = NULL;
+				}
+			}
+			if (!cl)
+				return fail("reconnect", -ETIMEDOUT);
+			fprintf(stderr, "gw-perf: reconnected to %s\n", o->sock);
+			reconnects++;
+			continue;
 		}
 		if (rc < 0)
 			return fail("recv", rc);
@@ -188,7 +273,22 @@ static int run_rx(const struct opts *o)
 		t1 = now_ns();
 		if (!t0)
 			t0 = t1;
-		if (h.seq < next[h.writer]) {
+		if (led.bits) {
+			int old = ledger_set(&led, h.writer, h.seq);
+			if (old < 0) {
+				bad++;
+				continue;
+			}
+			if (old) {
+				dups++;
+				continue;
+			}
+			if (h.seq < next[h.writer]) {
+				reordered++; /* new, yet behind a later one: out of order */
+				got++;
+				continue;
+			}
+		} else if (h.seq < next[h.writer]) {
 			dups++;
 			continue;
 		}
@@ -200,10 +300,14 @@ static int run_rx(const struct opts *o)
 			nanosleep(&(struct timespec){ .tv_nsec = (long)o->delay_ms * 1000000 }, NULL);
 	}
 	double el = t1 > t0 ? (double)(t1 - t0) / 1e9 : 0;
+	if (o->ledger)
+		ledger_write(&led, o->ledger);
+	free(led.bits);
 	printf("{\"role\":\"rx\",\"delivered\":%" PRIu64 ",\"duplicates\":%" PRIu64
-	       ",\"order_violations\":%" PRIu64 ",\"malformed\":%" PRIu64
-	       ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f}\n",
-	       got, dups, order, bad, el, el > 0 ? (double)got / el : 0.0, cpu_s() - c0);
+	       ",\"order_violations\":%" PRIu64 ",\"reordered\":%" PRIu64 ",\"malformed\":%" PRIu64
+	       ",\"reconnects\":%" PRIu64 ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f}\n",
+	       got, dups, order, reordered, bad, reconnects, el, el > 0 ? (double)got / el : 0.0,
+	       cpu_s() - c0);
 	gw_close(cl);
 	free(next);
 	return got == o->expect && !dups && !order && !bad ? 0 : 1;
@@ -213,9 +317,11 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: gw-perf tx -s SOCK -n NODE -e EP[,EP...] [-w WRITERS] [-m MSGS] [-z SIZE]\n"
 		   "                 [--id-base N] [--rate MSGS_PER_S] [--linger-ms MS]\n"
+		   "                 [--retry-unreachable] [--ledger FILE]\n"
 		   "       gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N]\n"
 		   "                 [--idle-timeout S] [--stall-s S]\n"
-		   "                 [--delay-ms MS [--delay-count N]]\n");
+		   "                 [--delay-ms MS [--delay-count N]] [--reconnect]\n"
+		   "                 [-m MSGS --ledger FILE]\n");
 }
 
 int main(int argc, char **argv)
@@ -232,7 +338,9 @@ int main(int argc, char **argv)
 		{ "id-base", 1, NULL, 'b' }, { "rate", 1, NULL, 'r' }, { "expect", 1, NULL, 'x' },
 		{ "writers-max", 1, NULL, 'W' }, { "idle-timeout", 1, NULL, 't' },
 		{ "linger-ms", 1, NULL, 'l' }, { "stall-s", 1, NULL, 'S' },
-		{ "delay-ms", 1, NULL, 'd' }, { "delay-count", 1, NULL, 'D' }, { 0 },
+		{ "delay-ms", 1, NULL, 'd' }, { "delay-count", 1, NULL, 'D' },
+		{ "ledger", 1, NULL, 'L' }, { "retry-unreachable", 0, NULL, 'U' },
+		{ "reconnect", 0, NULL, 'R' }, { 0 },
 	};
 	int c;
 	optind = 2;
@@ -253,6 +361,9 @@ int main(int argc, char **argv)
 		case 'S': o.stall_s = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'd': o.delay_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'D': o.delay_count = strtoull(optarg, NULL, 0); break;
+		case 'L': o.ledger = optarg; break;
+		case 'U': o.retry_unreachable = true; break;
+		case 'R': o.reconnect = true; break;
 		default: usage(stderr); return 2;
 		}
 	}

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Malformed frames and hostile link behaviour, without a network: libFuzzer
+# on the frame parser and on the lane state machine (test/fuzz), 20 s each,
+# from the corpora kept in build/fuzz-corpus so that each run builds on the
+# last. One line per target (executions, "no crash"); a crash, hang or leak
+# fails the test and names the input that reproduces it.
+# Longer on demand: test/fuzz/run.sh SECONDS.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+exec test/fuzz/run.sh 20
