@@ -165,8 +165,14 @@ static bool retransmit(struct gw_worker *w)
 		void *due[GW_DUE_MAX];
 		unsigned n = gw_lane_tx_due(tx, w->now, due, GW_DUE_MAX);
 		for (unsigned i = 0; i < n; i++) {
-			rte_mbuf_refcnt_update(due[i], 1);
-			gw_txq_put(&w->txq, due[i], &w->st);
+			struct rte_mbuf *m = due[i];
+			/* In place: the lane owns the frame, and if a NIC is still
+			 * reading an earlier copy, the worst is one CRC drop. */
+			uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+			if (gw_wire_base(f) != tx->una)
+				gw_wire_restamp_base(f, tx->una);
+			rte_mbuf_refcnt_update(m, 1);
+			gw_txq_put(&w->txq, m, &w->st);
 		}
 		total += n;
 	}

@@ -111,7 +111,10 @@ uint32_t gw_lane_tx_push(struct gw_lane_tx *tx, void *frame, uint64_t now);
 int gw_lane_tx_ack(struct gw_lane_tx *tx, const struct gw_ack *ack, uint64_t now);
 
 /*
- * Frames to transmit again now, oldest seq first: unacked frames whose
+ * Frames to transmit again now. Each must go out with base = tx->una as it
+ * is now, not as it was when first sent: a receiver that restarted takes
+ * its starting point from base, and frames below una are released.
+ * Oldest seq first: unacked frames whose
  * timeout expired (which doubles it, up to rto_max), and holes below a
  * selectively acked frame that were last sent more than a round trip ago
  * and before the receiver last made progress. A sacked frame is sent again

@@ -183,6 +183,19 @@ size_t gw_wire_seal(uint8_t *frame, const struct gw_addr *src, const struct gw_a
 	return GW_FRAME_MIN + hdr->len;
 }
 
+uint32_t gw_wire_base(const uint8_t *frame)
+{
+	return get_le32(frame + GW_OUTER_HLEN + GH_BASE);
+}
+
+void gw_wire_restamp_base(uint8_t *frame, uint32_t base)
+{
+	uint8_t *gh = frame + GW_OUTER_HLEN;
+	put_le32(gh + GH_BASE, base);
+	put_le32(gh + GH_CRC, 0);
+	put_le32(gh + GH_CRC, gw_crc32c(0, gh, GW_HDR_LEN + get_le32(gh + GH_LEN)));
+}
+
 int gw_wire_parse(const uint8_t *frame, size_t len, uint16_t port, struct gw_hdr *hdr,
 		  const uint8_t **payload, struct gw_addr *src)
 {

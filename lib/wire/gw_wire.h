@@ -108,6 +108,14 @@ size_t gw_wire_seal(uint8_t *frame, const struct gw_addr *src, const struct gw_a
 		    const struct gw_hdr *hdr);
 
 /*
+ * The base field of a sealed frame, and a new one sealed in (CRC again):
+ * a frame sent again must carry the sender's current base, or a receiver
+ * that restarted meanwhile would wait for frames already released.
+ */
+uint32_t gw_wire_base(const uint8_t *frame);
+void gw_wire_restamp_base(uint8_t *frame, uint32_t base);
+
+/*
  * Check and decode a frame: outer headers, magic, version, lengths and CRC.
  * On success fills *hdr, sets *payload to the payload and returns 0;
  * otherwise returns one of the GW_EWIRE_* codes. port is the UDP

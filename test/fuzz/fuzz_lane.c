@@ -617,6 +617,7 @@ static void op_due(struct fz_in *in, unsigned max)
 	for (unsigned i = 0; i < n; i++) {
 		struct fz_frame *f = z.out[i];
 		f->sent_ns = z.now;
+		f->base = tx->una; /* sent again with the current base, as the worker does */
 		if (!(lost >> (i % 8) & 1) && z.nlink < FZ_LINK)
 			z.link[z.nlink++] = (int32_t)(f - pool);
 	}
@@ -657,9 +658,12 @@ static void drain(void)
 		for (unsigned i = 0; i < n; i++) {
 			struct fz_frame *f = fz_frame_of(z.out[i]);
 			f->sent_ns = z.now;
+			f->base = tx->una;
 			/* What the rx would drop anyway is not copied (table space). */
-			if (rx->active && rx->epoch == f->epoch && !seq_before(f->seq, rx->next) &&
-			    f->seq - rx->next >= rx->win)
+			/* (after the frame's base has moved the rx on) */
+			uint32_t next = seq_before(rx->next, f->base) ? f->base : rx->next;
+			if (rx->active && rx->epoch == f->epoch && !seq_before(f->seq, next) &&
+			    f->seq - next >= rx->win)
 				continue;
 			if (z.npool == FZ_FRAMES)
 				return;
