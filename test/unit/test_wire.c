@@ -994,7 +994,29 @@ static void test_strerror(void)
 	CU_ASSERT_STRING_EQUAL(gw_wire_strerror(0), "success");
 }
 
+/* A frame sent again gets the current base, still passes its CRC, and
+ * nothing else in it changes. */
+static void test_restamp_base(void)
+{
+	static uint8_t f[2048], g[2048];
+	struct gw_hdr h, got;
+	const uint8_t *pl;
+	size_t n = build_data(f, &h);
+	memcpy(g, f, n);
+	CU_ASSERT_EQUAL(gw_wire_base(f), h.base);
+	gw_wire_restamp_base(f, 0x80000001);
+	CU_ASSERT_EQUAL(gw_wire_base(f), 0x80000001);
+	CU_ASSERT_EQUAL_FATAL(parse_exact(f, n, &got, &pl), 0);
+	CU_ASSERT(got.base == 0x80000001 && got.seq == h.seq && got.epoch == h.epoch &&
+		  got.len == h.len && got.nrec == h.nrec);
+	CU_ASSERT(memcmp(f + GW_FRAME_MIN, g + GW_FRAME_MIN, n - GW_FRAME_MIN) == 0);
+	/* Without the new CRC the changed base would be caught. */
+	f[GW_OUTER_HLEN + 20] ^= 1;
+	CU_ASSERT_EQUAL(parse_exact(f, n, &got, &pl), GW_EWIRE_CRC);
+}
+
 static const struct gw_test_case cases[] = {
+	{"restamp base on retransmission", test_restamp_base},
 	{"crc32c known vectors", test_crc_vectors},
 	{"crc32c chaining", test_crc_chaining},
 	{"crc32c sse4.2, table and reference agree", test_crc_kernels_agree},
