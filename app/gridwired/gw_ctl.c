@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <pwd.h>
+#include <grp.h>
 
 #include "gw_ctl.h"
 #include "gw_gateway.h"
@@ -111,6 +113,15 @@ int gw_ctl_open(struct gw_gateway *g)
 		       strerror(errno));
 		return rc;
 	}
+	/* Who may connect: the file mode and group first, SO_PEERCRED on
+	 * every connection (ctl_allowed) as well. */
+	if (chmod(path, g->cfg->socket_mode) < 0 ||
+	    (g->cfg->socket_gid >= 0 && chown(path, (uid_t)-1, (gid_t)g->cfg->socket_gid) < 0)) {
+		int rc = -errno;
+		GW_LOG(ERR, "cannot set mode %04o / group of %s: %s", g->cfg->socket_mode, path,
+		       strerror(errno));
+		return rc;
+	}
 	g->epfd = epoll_create1(EPOLL_CLOEXEC);
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
 	if (g->epfd < 0 || epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->listen_fd, &ev) < 0)
@@ -168,6 +179,29 @@ static void reap_clients(struct gw_gateway *g)
 	}
 }
 
+/* root, the gateway's own user, and members of [node] socket_group. */
+static bool ctl_allowed(const struct gw_gateway *g, const struct ucred *cr)
+{
+	if (cr->uid == 0 || cr->uid == geteuid())
+		return true;
+	int gid = g->cfg->socket_gid;
+	if (gid < 0)
+		return false;
+	if (cr->gid == (gid_t)gid)
+		return true;
+	struct passwd pw, *p;
+	char buf[1024];
+	gid_t groups[64];
+	int n = 64;
+	if (getpwuid_r(cr->uid, &pw, buf, sizeof(buf), &p) || !p ||
+	    getgrouplist(p->pw_name, p->pw_gid, groups, &n) < 0)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (groups[i] == (gid_t)gid)
+			return true;
+	return false;
+}
+
 static void ctl_accept(struct gw_gateway *g)
 {
 	int fd;
@@ -182,6 +216,16 @@ static void ctl_accept(struct gw_gateway *g)
 			continue;
 		}
 		struct gw_client *cl = &g->clients[i];
+		struct ucred cr;
+		socklen_t crlen = sizeof(cr);
+		bool allowed = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) == 0 &&
+			       ctl_allowed(g, &cr);
+		if (!allowed) {
+			GW_LOG(WARNING, "client pid %d uid %u refused: not root, not our user, "
+			       "not in [node] socket_group", (int)cr.pid, (unsigned)cr.uid);
+			g->st.clients_refused++;
+		}
+		cl->refused = !allowed;
 		/* Channel ids wrap but skip ids in use, so a late REJECT for a
 		 * departed client never reaches a newcomer in its slot. */
 		do
@@ -257,6 +301,12 @@ static bool ctl_request(struct gw_gateway *g, struct gw_client *cl)
 		return false; /* closed, or not our protocol */
 	int fds[3], nfds = 0;
 	m.name[sizeof(m.name) - 1] = '\0';
+	if (cl->refused) {
+		/* Say why, then hang up. */
+		m.status = -EACCES;
+		ctl_reply(cl->sock, &m, fds, 0);
+		return false;
+	}
 	switch (m.op) {
 	case GW_CTL_HELLO:
 		m.status = ctl_hello(g, cl, &m, fds);

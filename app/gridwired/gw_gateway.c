@@ -730,7 +730,7 @@ void gw_gateway_stats_json(const struct gw_gateway *g, char *buf, size_t len)
 		 ",\"bad_frames\":%" PRIu64 ",\"not_ours\":%" PRIu64 ",\"unknown_peer\":%" PRIu64
 		 ",\"rejects_sent\":%" PRIu64 ",\"rejects_lost\":%" PRIu64
 		 ",\"reject_unknown_ep\":%" PRIu64 ",\"reject_dest_full\":%" PRIu64
-		 ",\"nombuf\":%" PRIu64 ",\"tx_stalls\":%" PRIu64 ",\"clients_broken\":%" PRIu64
+		 ",\"nombuf\":%" PRIu64 ",\"tx_stalls\":%" PRIu64 ",\"clients_broken\":%" PRIu64 ",\"clients_refused\":%" PRIu64
 		 ",\"batch_full_stops\":%" PRIu64 ",\"fault_dropped\":%" PRIu64
 		 ",\"fault_duplicated\":%" PRIu64 ",\"fault_corrupted\":%" PRIu64
 		 ",\"fault_delayed\":%" PRIu64 "}",
@@ -739,7 +739,7 @@ void gw_gateway_stats_json(const struct gw_gateway *g, char *buf, size_t len)
 		 frames ? (double)(s.msgs_out + s.msgs_local) / (double)frames : 0.0, s.retrans,
 		 s.dup_frames, s.beyond_window, s.bad_crc, s.bad_frames, s.not_ours,
 		 s.unknown_peer, s.rejects_sent, s.rejects_lost, s.reject_unknown_ep,
-		 s.reject_dest_full, s.nombuf, s.tx_stalls, s.clients_broken, full_stops,
+		 s.reject_dest_full, s.nombuf, s.tx_stalls, s.clients_broken, s.clients_refused, full_stops,
 		 g->fault.counts[GW_FAULT_DROP], g->fault.counts[GW_FAULT_DUP],
 		 g->fault.counts[GW_FAULT_CORRUPT], g->fault.counts[GW_FAULT_DELAY]);
 }

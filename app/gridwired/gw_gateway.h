@@ -74,7 +74,7 @@ struct gw_counters {
 	uint64_t bad_frames, bad_crc, not_ours, unknown_peer;
 	uint64_t dup_frames, beyond_window, retrans;
 	uint64_t rejects_sent, rejects_lost, reject_unknown_ep, reject_dest_full;
-	uint64_t nombuf, tx_stalls, clients_broken;
+	uint64_t nombuf, tx_stalls, clients_broken, clients_refused;
 };
 
 /* One TX queue and the frames waiting for it. */
@@ -126,6 +126,7 @@ struct gw_cmd {
 
 struct gw_client {
 	bool used;
+	bool refused;      /* its credentials are not allowed: told so, then dropped */
 	bool leaving;      /* gone: endpoints removed, channel still held */
 	bool del_sent;     /* its worker was told to drop the channel */
 	uint32_t released; /* set by the worker once it dropped the channel */

@@ -21,6 +21,7 @@
  *   -EINVAL        a bad argument (endpoint name, node id)
  *   -EEXIST        the endpoint name is taken on this node
  *   -ECONNREFUSED  no gateway listens on the socket
+ *   -EACCES        this user may not use the gateway ([node] socket_mode/group)
  *   -EPIPE         the gateway went away or refused this client
  */
 #ifndef GRIDWIRE_H

@@ -9,6 +9,7 @@
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,7 @@ struct gw_key {
 /* Row numbers, for the checks that name particular keys. */
 enum {
 	GW_K_EAL_ARGS,
-	GW_K_ID, GW_K_NAME, GW_K_SOCKET, GW_K_PEERS,
+	GW_K_ID, GW_K_NAME, GW_K_SOCKET, GW_K_SOCKET_MODE, GW_K_SOCKET_GROUP, GW_K_PEERS,
 	GW_K_KIND, GW_K_MEMBERS, GW_K_BOND_MODE, GW_K_MTU, GW_K_IP, GW_K_UDP_PORT, GW_K_MBUFS,
 	GW_K_WINDOW, GW_K_RTO_MIN, GW_K_RTO_MAX, GW_K_BATCH_MAX, GW_K_HELLO, GW_K_PEER_TIMEOUT,
 	GW_K_RING, GW_K_ARENA_KB, GW_K_MSG_MAX, GW_K_CLIENTS_MAX, GW_K_DEST_BLOCK,
@@ -102,6 +103,8 @@ static int gw_parse_name(struct gw_load *ld, const struct gw_key *k, const char 
 static int gw_parse_peers(struct gw_load *ld, const struct gw_key *k, const char *val);
 static int gw_parse_members(struct gw_load *ld, const struct gw_key *k, const char *val);
 static int gw_parse_ip(struct gw_load *ld, const struct gw_key *k, const char *val);
+static int gw_parse_mode(struct gw_load *ld, const struct gw_key *k, const char *val);
+static int gw_parse_group(struct gw_load *ld, const struct gw_key *k, const char *val);
 
 #define GW_FIELD(f) .off = offsetof(struct gw_config, f), .size = sizeof(((struct gw_config *)0)->f)
 #define GW_NUM(s, n, f, lo, hi) \
@@ -122,6 +125,8 @@ static const struct gw_key gw_keys[GW_NKEYS] = {
 	[GW_K_ID] = GW_NUM("node", "id", node_id, 1, GW_NODE_ID_MAX),
 	[GW_K_NAME] = GW_OWN("node", "name", gw_parse_name),
 	[GW_K_SOCKET] = GW_TEXT("node", "socket", socket_path),
+	[GW_K_SOCKET_MODE] = GW_OWN("node", "socket_mode", gw_parse_mode),
+	[GW_K_SOCKET_GROUP] = GW_OWN("node", "socket_group", gw_parse_group),
 	[GW_K_PEERS] = GW_OWN("node", "peers", gw_parse_peers),
 	[GW_K_KIND] = GW_CHOICE("port", "kind", port_kind, gw_kinds),
 	[GW_K_MEMBERS] = GW_OWN("port", "members", gw_parse_members),
@@ -434,6 +439,28 @@ static int gw_parse_ip(struct gw_load *ld, const struct gw_key *k, const char *v
 	return 0;
 }
 
+/* File mode of the control socket, in octal as chmod takes it. */
+static int gw_parse_mode(struct gw_load *ld, const struct gw_key *k, const char *val)
+{
+	char *end;
+	errno = 0;
+	unsigned long m = strtoul(val, &end, 8);
+	if (errno || *end || end == val || m > 0777 || val[0] == '-')
+		return gw_key_err(ld, k, val, -EINVAL, "not an octal file mode such as 0660");
+	ld->cfg->socket_mode = (unsigned)m;
+	return 0;
+}
+
+/* A group that exists here: its members may use the gateway. */
+static int gw_parse_group(struct gw_load *ld, const struct gw_key *k, const char *val)
+{
+	const struct group *gr = getgrnam(val);
+	if (!gr)
+		return gw_key_err(ld, k, val, -EINVAL, "no such group on this host");
+	ld->cfg->socket_gid = (int)gr->gr_gid;
+	return 0;
+}
+
 static int gw_set(struct gw_load *ld, const struct gw_key *k, const char *val, const char *origin)
 {
 	ld->origin[k - gw_keys] = origin;
@@ -654,6 +681,8 @@ void gw_config_defaults(struct gw_config *cfg)
 	cfg->yield_polls = 20;
 	cfg->sleep_max_us = 200;
 	cfg->fault_delay_us = 500;
+	cfg->socket_mode = 0660;
+	cfg->socket_gid = -1;
 	cfg->fault_seed = 1;
 }
 

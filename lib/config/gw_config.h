@@ -39,6 +39,8 @@ struct gw_config {
 	uint16_t node_id;        /* 1..GW_MAX_NODES-1 */
 	char node_name[GW_NAME_MAX];
 	char socket_path[GW_PATH_MAX];
+	unsigned socket_mode; /* file mode of the socket, default 0660 */
+	int socket_gid;       /* group allowed besides root and our own user; -1: none */
 	uint16_t peers[GW_CONFIG_MAX_PEERS]; /* allowed peer ids; none = any */
 	unsigned npeers;
 	/* [port] */
