@@ -11,7 +11,8 @@ work=$(mktemp -d /tmp/gridwire-access.XXXXXX)
 chmod 755 "$work"
 gw_cleanup_push rm -rf "$work"
 # A copy other users can surely run, wherever the checkout lives.
-cp "$BIN/gw-perf" "$(gw_root)"/build/lib/libgridwire.so* "$work/"
+cp "$BIN/gw-perf" "$work/"
+cp -L "$(gw_root)/build/lib/libgridwire.so.0" "$work/" # its SONAME
 chmod 755 "$work"/*
 gw_ns_up >/dev/null
 fail=0
