@@ -92,7 +92,7 @@ gw_gateways_down
 }
 hz=$(getconf CLK_TCK)
 python3 - "$work" "$total" "$((cpu1 - cpu0))" "$hz" "$rss0" "$rss_max" "$rss1" "$tx_fail" <<'EOF'
-import json, sys
+import glob, json, os, sys
 work, total, ticks, hz, rss0, rssmax, rss1, txfail = sys.argv[1:]
 total = int(total)
 rx = json.load(open(f"{work}/rx.json"))
@@ -116,6 +116,8 @@ out = {
     "gw_cpu_s_per_M": round(cpu / (total / 1e6), 3),
     "gw_rss_kb": [int(rss0), int(rssmax), int(rss1)],
     "sender_failed": int(txfail),
+    "sender_eagain": sum(json.load(open(f)).get("eagain", 0)
+                         for f in glob.glob(f"{work}/tx*.json") if os.path.getsize(f)),
 }
 print(f"  sent {out['sent']:,}  delivered {out['delivered']:,}  duplicates {out['duplicates']}"
       f"  order violations {out['order_violations']}", file=sys.stderr)

@@ -152,7 +152,7 @@ static int run_tx(const struct opts *o)
 	snprintf(names, sizeof(names), "%s", o->endpoint);
 	for (char *sv, *t = strtok_r(names, ",", &sv); t && nep < PERF_MAX_EPS; t = strtok_r(NULL, ",", &sv))
 		ep[nep++] = gw_endpoint_id(t);
-	uint64_t total = o->msgs * o->writers, rejects = 0, refused = 0;
+	uint64_t total = o->msgs * o->writers, rejects = 0, refused = 0, full = 0;
 	struct ledger led = { 0 };
 	if (o->ledger)
 		ledger_init(&led, o->id_base + o->writers, o->msgs);
@@ -174,6 +174,7 @@ static int run_tx(const struct opts *o)
 		uint32_t to = ep[(i % o->writers) % nep];
 		rc = gw_send_id(cl, (uint16_t)o->node, to, buf, o->size, 0);
 		if (rc == -EAGAIN) {
+			full++; /* backpressure: the channel is full, wait for room */
 			rejects += drain_rejects(cl, o, &led);
 			rc = gw_send_id(cl, (uint16_t)o->node, to, buf, o->size, 10000);
 		}
@@ -204,9 +205,9 @@ static int run_tx(const struct opts *o)
 	free(led.bits);
 	double el = (double)(t1 - t0) / 1e9;
 	printf("{\"role\":\"tx\",\"sent\":%" PRIu64 ",\"rejected\":%" PRIu64
-	       ",\"refused_retries\":%" PRIu64 ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f"
-	       ",\"cpu_s\":%.3f}\n",
-	       total, rejects, refused, el, (double)total / el, cpu_s() - c0);
+	       ",\"refused_retries\":%" PRIu64 ",\"eagain\":%" PRIu64
+	       ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f}\n",
+	       total, rejects, refused, full, el, (double)total / el, cpu_s() - c0);
 	gw_close(cl);
 	free(buf);
 	return rejects ? 1 : 0;
