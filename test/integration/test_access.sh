@@ -2,7 +2,9 @@
 # Who may use a gateway: root, its own user, and members of [node]
 # socket_group. Another user is refused (by the socket's file mode, or,
 # where the mode lets anyone connect, by SO_PEERCRED with a clear -EACCES),
-# and a member of the group gets through and is served.
+# and a member of the group gets through and is served. No client can
+# register an endpoint another holds, so none can read another's messages
+# (each channel is its own memfd, handed only to its client).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
@@ -58,6 +60,9 @@ ip netns exec gwa "$BIN/gw-perf" rx -s /run/gridwire/alpha.sock -e nobody-sink -
     --idle-timeout 10 >"$work/rx.json" 2>"$work/rx.err" &
 rx=$!
 for _ in $(seq 50); do grep -q "rx ready" "$work/rx.err" && break; sleep 0.1; done
+# Nobody can take over another client's endpoint to read its messages.
+expect "an endpoint name held by another client is refused (EEXIST)" nonzero "File exists" \
+    as_nobody nogroup rx -s /run/gridwire/alpha.sock -e nobody-sink --expect 1 --idle-timeout 1
 expect "a member of socket_group connects and sends" 0 "" as_nobody nogroup tx $(send3)
 wait "$rx" && echo "ok: its messages were delivered" || { echo "FAIL: not delivered: $(cat "$work/rx.json")"; fail=1; }
 gw_gateways_down
