@@ -81,6 +81,9 @@ void gw_frame_send(struct gw_gateway *g, struct gw_txq *q, struct gw_counters *s
 	/* One UDP flow per lane: bond l34 hashing and RSS spread the lanes. */
 	src.port = (uint16_t)(g->self.port + h->lane);
 	size_t len = gw_wire_seal(rte_pktmbuf_mtod(m, uint8_t *), &src, dst, h);
+	if (g->auth_on) /* payload_max left room for the trailer */
+		len = (size_t)gw_auth_seal(&q->auth, rte_pktmbuf_mtod(m, uint8_t *), len,
+					   rte_pktmbuf_tailroom(m) + m->data_len);
 	m->data_len = (uint16_t)len;
 	m->pkt_len = (uint32_t)len;
 	gw_txq_put(q, m, st);
@@ -491,6 +494,27 @@ static bool is_gridwire(const struct gw_gateway *g, const struct rte_mbuf *m)
 	       (uint16_t)(p[36] << 8 | p[37]) == g->self.port;
 }
 
+/* A received frame, as it came off the link: its tag checked when [auth]
+ * is on (and taken off), then on to on_frame. */
+static void rx_frame(struct gw_gateway *g, struct rte_mbuf *m)
+{
+	if (g->auth_on && is_gridwire(g, m)) {
+		int n = gw_auth_open(&g->auth_rx, rte_pktmbuf_mtod(m, uint8_t *), m->data_len);
+		if (n < 0) {
+			if (n == -EALREADY)
+				g->st.auth_replayed++;
+			else
+				g->st.auth_forged++;
+			g->st.rx_frames++;
+			rte_pktmbuf_free(m);
+			return;
+		}
+		m->data_len = (uint16_t)n;
+		m->pkt_len = (uint32_t)n;
+	}
+	on_frame(g, m);
+}
+
 /*
  * The [fault] stage: what a lossy, reordering, duplicating link would do,
  * and corruption that only the CRC can catch (a bit flipped in the
@@ -502,7 +526,7 @@ static void rx_faulty(struct gw_gateway *g, struct rte_mbuf *m)
 	uint8_t mask;
 	size_t at;
 	if (!is_gridwire(g, m)) {
-		on_frame(g, m);
+		rx_frame(g, m);
 		return;
 	}
 	switch (gw_fault_decide(&g->fault)) {
@@ -514,7 +538,7 @@ static void rx_faulty(struct gw_gateway *g, struct rte_mbuf *m)
 	case GW_FAULT_DUP:
 		copy = rte_pktmbuf_copy(m, g->port.pool, 0, UINT32_MAX);
 		if (copy)
-			on_frame(g, copy);
+			rx_frame(g, copy);
 		break;
 	case GW_FAULT_CORRUPT:
 		/* Skip magic, version, type (bytes 0-3) and len (24-27): the
@@ -527,7 +551,7 @@ static void rx_faulty(struct gw_gateway *g, struct rte_mbuf *m)
 		gw_fault_hold(&g->fault, m, g->now);
 		return;
 	}
-	on_frame(g, m);
+	rx_frame(g, m);
 }
 
 /* --- the main loop --- */
@@ -543,12 +567,12 @@ static bool main_step(struct gw_gateway *g)
 			if (g->fault_on)
 				rx_faulty(g, rx[i]);
 			else
-				on_frame(g, rx[i]);
+				rx_frame(g, rx[i]);
 		}
 		work |= n > 0;
 	}
 	for (struct rte_mbuf *m; g->fault_on && (m = gw_fault_release(&g->fault, g->now));)
-		on_frame(g, m);
+		rx_frame(g, m);
 	work |= deliver_lanes(g);
 	work |= deliver_loopback(g);
 	peers_tick(g);
@@ -588,7 +612,7 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg)
 	g->cfg = cfg;
 	g->listen_fd = g->epfd = -1;
 	g->epoch = (uint32_t)rte_rand() | 1;
-	g->payload_max = cfg->mtu - GW_IP_HLEN - GW_UDP_HLEN - GW_HDR_LEN;
+	g->payload_max = gw_config_frame_payload(cfg);
 	g->nlanes = cfg->workers ? cfg->workers : 1;
 	if (cfg->workers && rte_lcore_count() < cfg->workers + 1) {
 		GW_LOG(ERR, "[lcores] workers = %u needs %u lcores, EAL has %u: list them in [eal] args (-l)",
@@ -618,16 +642,35 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg)
 		       fc.drop_ppm, fc.dup_ppm, fc.corrupt_ppm, fc.reorder_ppm, cfg->fault_seed);
 
 	/* Queue 0 is the main lcore's; each worker lcore has one more. */
-	int rc = gw_port_open(&g->port, cfg, (uint16_t)(cfg->workers + 1));
+	int rc;
+	if (cfg->auth_key_file[0]) {
+		char err[256];
+		if ((rc = gw_auth_key_load(&g->auth_key, cfg->auth_key_file, err, sizeof(err))) < 0) {
+			GW_LOG(ERR, "[auth] key_file: %s", err);
+			return rc;
+		}
+		if ((rc = gw_auth_rx_init(&g->auth_rx, &g->auth_key)) < 0)
+			return rc;
+		g->auth_on = true;
+	}
+	rc = gw_port_open(&g->port, cfg, (uint16_t)(cfg->workers + 1));
 	if (rc < 0)
 		return rc;
 	memcpy(g->self.mac, g->port.mac.addr_bytes, 6);
 	g->self.ip = cfg->ip;
 	g->self.port = cfg->udp_port;
 	g->txq.port = g->port.port_id;
-	for (unsigned i = 0; i < g->nlanes; i++)
+	/* Counters start at the wall clock: a restarted gateway never
+	 * reuses a nonce, and its peers' replay windows move on. */
+	struct timespec wall;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	uint64_t start = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
+	gw_auth_tx_init(&g->txq.auth, &g->auth_key, 0, start);
+	for (unsigned i = 0; i < g->nlanes; i++) {
 		if ((rc = gw_worker_init(&g->workers[i], g, (uint16_t)i)) < 0)
 			return rc;
+		gw_auth_tx_init(&g->workers[i].txq.auth, &g->auth_key, (uint8_t)(i + 1), start);
+	}
 	rc = gw_ctl_open(g);
 	if (rc < 0)
 		return rc;
@@ -643,11 +686,11 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg)
 			return rc;
 		}
 	}
-	GW_LOG(NOTICE, "node %u (%s) epoch %08x listening on %s, port %s mode %u, mtu %u, %s, %s",
+	GW_LOG(NOTICE, "node %u (%s) epoch %08x listening on %s, port %s mode %u, mtu %u, %s, %s%s",
 	       cfg->node_id, cfg->node_name, g->epoch, cfg->socket_path,
 	       g->port.bonded ? "bond" : "af_packet", cfg->bond_mode, cfg->mtu,
 	       cfg->batch_max == 1 ? "batching off" : "batching on",
-	       cfg->workers ? "split lcores" : "one lcore");
+	       cfg->workers ? "split lcores" : "one lcore", g->auth_on ? ", frames authenticated" : "");
 	return 0;
 }
 
@@ -730,7 +773,8 @@ void gw_gateway_stats_json(const struct gw_gateway *g, char *buf, size_t len)
 		 ",\"bad_frames\":%" PRIu64 ",\"not_ours\":%" PRIu64 ",\"unknown_peer\":%" PRIu64
 		 ",\"rejects_sent\":%" PRIu64 ",\"rejects_lost\":%" PRIu64
 		 ",\"reject_unknown_ep\":%" PRIu64 ",\"reject_dest_full\":%" PRIu64
-		 ",\"nombuf\":%" PRIu64 ",\"tx_stalls\":%" PRIu64 ",\"clients_broken\":%" PRIu64 ",\"clients_refused\":%" PRIu64
+		 ",\"nombuf\":%" PRIu64 ",\"tx_stalls\":%" PRIu64 ",\"clients_broken\":%" PRIu64 ",\"clients_refused\":%" PRIu64 ",\"auth_forged\":%" PRIu64
+		 ",\"auth_replayed\":%" PRIu64
 		 ",\"batch_full_stops\":%" PRIu64 ",\"fault_dropped\":%" PRIu64
 		 ",\"fault_duplicated\":%" PRIu64 ",\"fault_corrupted\":%" PRIu64
 		 ",\"fault_delayed\":%" PRIu64 "}",
@@ -739,7 +783,8 @@ void gw_gateway_stats_json(const struct gw_gateway *g, char *buf, size_t len)
 		 frames ? (double)(s.msgs_out + s.msgs_local) / (double)frames : 0.0, s.retrans,
 		 s.dup_frames, s.beyond_window, s.bad_crc, s.bad_frames, s.not_ours,
 		 s.unknown_peer, s.rejects_sent, s.rejects_lost, s.reject_unknown_ep,
-		 s.reject_dest_full, s.nombuf, s.tx_stalls, s.clients_broken, s.clients_refused, full_stops,
+		 s.reject_dest_full, s.nombuf, s.tx_stalls, s.clients_broken, s.clients_refused, s.auth_forged,
+		 s.auth_replayed, full_stops,
 		 g->fault.counts[GW_FAULT_DROP], g->fault.counts[GW_FAULT_DUP],
 		 g->fault.counts[GW_FAULT_CORRUPT], g->fault.counts[GW_FAULT_DELAY]);
 }
@@ -768,6 +813,7 @@ void gw_gateway_fini(struct gw_gateway *g)
 		rte_ring_free(g->loopback);
 	}
 	gw_port_close(&g->port);
+	gw_auth_rx_fini(&g->auth_rx);
 	rte_free(g->peers);
 	rte_free(g->clients);
 	rte_free(g->workers);

@@ -31,6 +31,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "gw_auth.h"
 #include "gw_batch.h"
 #include "gw_chan.h"
 #include "gw_config.h"
@@ -75,11 +76,13 @@ struct gw_counters {
 	uint64_t dup_frames, beyond_window, retrans;
 	uint64_t rejects_sent, rejects_lost, reject_unknown_ep, reject_dest_full;
 	uint64_t nombuf, tx_stalls, clients_broken, clients_refused;
+	uint64_t auth_forged, auth_replayed;
 };
 
 /* One TX queue and the frames waiting for it. */
 struct gw_txq {
 	uint16_t port, queue;
+	struct gw_auth_tx auth; /* this sending lcore's counter, when [auth] is on */
 	unsigned n;
 	uint64_t last_tx_ns;
 	struct rte_mbuf *m[GW_TXQ_MAX];
@@ -169,6 +172,9 @@ struct gw_gateway {
 	bool stop_workers; /* (atomic) */
 	struct gw_fault fault; /* [fault] injection on received frames */
 	bool fault_on;
+	bool auth_on; /* [auth] key_file: every frame tagged and checked */
+	struct gw_auth_key auth_key;
+	struct gw_auth_rx auth_rx;
 	struct gw_counters st;
 };
 

@@ -171,6 +171,8 @@ static bool retransmit(struct gw_worker *w)
 			uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
 			if (gw_wire_base(f) != tx->una)
 				gw_wire_restamp_base(f, tx->una);
+			if (g->auth_on) /* a fresh counter, or it looks like a replay */
+				gw_auth_seal(&w->txq.auth, f, m->data_len, m->data_len);
 			rte_mbuf_refcnt_update(m, 1);
 			gw_txq_put(&w->txq, m, &w->st);
 		}

@@ -62,6 +62,7 @@ enum {
 	GW_K_STRATEGY, GW_K_SPIN_POLLS, GW_K_YIELD_POLLS, GW_K_SLEEP_MAX,
 	GW_K_WORKERS,
 	GW_K_DROP, GW_K_DUP, GW_K_CORRUPT, GW_K_REORDER, GW_K_DELAY, GW_K_SEED,
+	GW_K_AUTH_KEY,
 	GW_NKEYS
 };
 
@@ -160,6 +161,7 @@ static const struct gw_key gw_keys[GW_NKEYS] = {
 	[GW_K_REORDER] = GW_NUM("fault", "reorder_ppm", fault_reorder_ppm, 0, 1000000),
 	[GW_K_DELAY] = GW_NUM("fault", "delay_us", fault_delay_us, 1, 1000000),
 	[GW_K_SEED] = GW_NUM("fault", "seed", fault_seed, 0, UINT32_MAX),
+	[GW_K_AUTH_KEY] = GW_TEXT("auth", "key_file", auth_key_file),
 };
 
 /* Write the whole error line. Returns rc. */
@@ -705,7 +707,13 @@ int gw_config_load(struct gw_config *cfg, const char *path, char *const *overrid
 	return gw_check(&ld);
 }
 
+unsigned gw_config_frame_payload(const struct gw_config *cfg)
+{
+	return cfg->mtu - GW_IP_HLEN - GW_UDP_HLEN - GW_HDR_LEN -
+	       (cfg->auth_key_file[0] ? GW_CONFIG_AUTH_TRAILER : 0);
+}
+
 unsigned gw_config_payload_max(const struct gw_config *cfg)
 {
-	return cfg->mtu - GW_IP_HLEN - GW_UDP_HLEN - GW_HDR_LEN - GW_REC_HLEN;
+	return gw_config_frame_payload(cfg) - GW_REC_HLEN;
 }

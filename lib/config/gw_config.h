@@ -72,7 +72,12 @@ struct gw_config {
 	/* [fault]: injected on received frames, all off by default */
 	unsigned fault_drop_ppm, fault_dup_ppm, fault_corrupt_ppm, fault_reorder_ppm;
 	unsigned fault_delay_us, fault_seed;
+	/* [auth] */
+	char auth_key_file[GW_PATH_MAX]; /* empty: frames are not authenticated */
 };
+
+/* Bytes an authenticated frame carries after its payload (gw_auth.h). */
+#define GW_CONFIG_AUTH_TRAILER 32
 
 /* The built-in defaults (what an empty file gives). */
 void gw_config_defaults(struct gw_config *cfg);
@@ -84,6 +89,9 @@ void gw_config_defaults(struct gw_config *cfg);
  */
 int gw_config_load(struct gw_config *cfg, const char *path, char *const *overrides,
 		   unsigned noverrides, char *err, size_t errlen);
+
+/* Room for records in one frame with this MTU (less the auth trailer). */
+unsigned gw_config_frame_payload(const struct gw_config *cfg);
 
 /* Largest payload a record may carry with this MTU. */
 unsigned gw_config_payload_max(const struct gw_config *cfg);

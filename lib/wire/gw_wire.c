@@ -183,6 +183,15 @@ size_t gw_wire_seal(uint8_t *frame, const struct gw_addr *src, const struct gw_a
 	return GW_FRAME_MIN + hdr->len;
 }
 
+void gw_wire_set_ip_len(uint8_t *frame, uint16_t ip_len)
+{
+	uint8_t *ip = frame + GW_ETH_HLEN;
+	put_be16(ip + IP_LEN, ip_len);
+	put_be16(ip + GW_IP_HLEN + UDP_LEN, (uint16_t)(ip_len - GW_IP_HLEN));
+	put_be16(ip + IP_CSUM, 0);
+	put_be16(ip + IP_CSUM, ip_csum(ip));
+}
+
 uint32_t gw_wire_base(const uint8_t *frame)
 {
 	return get_le32(frame + GW_OUTER_HLEN + GH_BASE);

@@ -113,6 +113,9 @@ size_t gw_wire_seal(uint8_t *frame, const struct gw_addr *src, const struct gw_a
  * that restarted meanwhile would wait for frames already released.
  */
 uint32_t gw_wire_base(const uint8_t *frame);
+/* Set the IP total length (and the UDP length and IP checksum that follow
+ * from it), for a trailer added or taken off after the payload. */
+void gw_wire_set_ip_len(uint8_t *frame, uint16_t ip_len);
 void gw_wire_restamp_base(uint8_t *frame, uint32_t base);
 
 /*

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Fire bad frames at a gateway from outside: an AF_PACKET socket on the
-given interfaces (run inside the sending namespace). Kinds, in turn:
+given interfaces (run inside the sending namespace). A replay attack in two
+steps: --capture IFACE N FILE saves N gridwire frames arriving on IFACE (in
+the receiving namespace), --send FILE IFACE sends them again from the other
+side. Kinds, in turn:
 random bytes, every truncation of a valid frame, valid UDP to the gridwire
 port with junk after it, valid-CRC frames from a node nobody configured,
 and frames whose CRC is wrong. Prints how many frames it sent."""
@@ -65,7 +68,44 @@ def frames(rng, n):
             yield ipv4_udp(gridwire(1, 2, seq=i, payload=record(0x1, b"z" * 50), good_crc=False))
 
 
+def capture(iface, n, path):
+    """Capture n gridwire frames arriving on iface into path (a replay kit)."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+    s.bind((iface, 0))
+    s.settimeout(5)
+    got = []
+    while len(got) < n:
+        f, addr = s.recvfrom(65536)
+        if addr[2] == socket.PACKET_OUTGOING:
+            continue
+        if len(f) > 42 and f[23] == 17 and struct.unpack("!H", f[36:38])[0] == PORT:
+            got.append(f)
+    with open(path, "wb") as out:
+        for f in got:
+            out.write(struct.pack("<I", len(f)) + f)
+    return len(got)
+
+
+def send_file(path, iface):
+    """Send again the frames capture() saved: the receiver has seen them all."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    data, n = open(path, "rb").read(), 0
+    while data:
+        (length,) = struct.unpack("<I", data[:4])
+        s.send(data[4:4 + length])
+        data = data[4 + length:]
+        n += 1
+    return n
+
+
 def main():
+    if sys.argv[1] == "--capture":
+        print(capture(sys.argv[2], int(sys.argv[3]), sys.argv[4]))
+        return
+    if sys.argv[1] == "--send":
+        print(send_file(sys.argv[2], sys.argv[3]))
+        return
     n = int(sys.argv[1])
     ifaces = sys.argv[2:]
     rng = random.Random(5)

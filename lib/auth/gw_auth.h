@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gw_auth: optional frame authentication with a pre-shared key (libsodium).
+ *
+ * When a key is configured every gridwire frame carries a 32-byte trailer
+ * after its payload, inside the UDP datagram:
+ *
+ *   u8 slot | 7 bytes 0 | u64 counter (LE) | 16-byte tag
+ *
+ * The tag is ChaCha20-Poly1305 (IETF) over the gridwire header, payload,
+ * slot and counter as associated data, with nonce (src node, slot, counter).
+ * A sender's slot is the lcore that sends (main 0, worker n+1); its counter
+ * starts at the wall clock in nanoseconds and counts up, so a restarted
+ * gateway never reuses a nonce. The receiver drops frames whose tag does
+ * not verify (forged, or sent with another key) and frames it has seen, or
+ * that are older than a window of 1024 per sender slot (replayed).
+ *
+ * One tag per frame: batching spreads its cost over every message in it.
+ */
+#ifndef GW_AUTH_H
+#define GW_AUTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GW_AUTH_TRAILER 32
+#define GW_AUTH_SLOTS 16
+#define GW_AUTH_WINDOW 1024
+#define GW_AUTH_NODES 256
+
+struct gw_auth_key {
+	uint8_t k[32];
+};
+
+/* A sending lcore's state. */
+struct gw_auth_tx {
+	const struct gw_auth_key *key;
+	uint8_t slot;
+	uint64_t counter;
+};
+
+struct gw_auth_window {
+	uint64_t top; /* highest counter accepted; 0 = none yet */
+	uint64_t bits[GW_AUTH_WINDOW / 64];
+};
+
+/* The receiver's state: a replay window per sender node and slot. */
+struct gw_auth_rx {
+	const struct gw_auth_key *key;
+	struct gw_auth_window *win; /* GW_AUTH_NODES * GW_AUTH_SLOTS */
+};
+
+/*
+ * Read a key file: 64 hex digits (a trailing newline is fine). Returns 0,
+ * or a negative errno with a reason in err.
+ */
+int gw_auth_key_load(struct gw_auth_key *key, const char *path, char *err, size_t errlen);
+
+void gw_auth_tx_init(struct gw_auth_tx *tx, const struct gw_auth_key *key, uint8_t slot,
+		     uint64_t start);
+
+/*
+ * Seal a sealed-by-gw_wire frame of len bytes (cap bytes of room): append
+ * the trailer, or renew it if the frame already has one (a retransmission
+ * needs a fresh counter). Returns the new length, or -ENOSPC.
+ */
+int gw_auth_seal(struct gw_auth_tx *tx, uint8_t *frame, size_t len, size_t cap);
+
+int gw_auth_rx_init(struct gw_auth_rx *rx, const struct gw_auth_key *key);
+void gw_auth_rx_fini(struct gw_auth_rx *rx);
+
+/*
+ * Check and strip the trailer of a received gridwire frame. Returns the
+ * length without it (the frame then parses as if never sealed), -EBADMSG
+ * if it is missing or its tag does not verify, -EALREADY for a replay.
+ */
+int gw_auth_open(struct gw_auth_rx *rx, uint8_t *frame, size_t len);
+
+#endif
