@@ -183,3 +183,20 @@ gw_rx_start() {
     done
     gw_die "receiver $name did not register in 30 s"
 }
+
+# gw_pair_bg OUT pair.sh-args...: a verified run (scripts/pair.sh, on the
+# namespaces already up) in the background, returning once its senders
+# have started. Output in OUT; sets GW_PID_PAIR.
+gw_pair_bg() {
+    local out=$1
+    shift
+    "$_GW_LIB_ROOT/scripts/pair.sh" --keep-ns "$@" >"$out" 2>&1 &
+    GW_PID_PAIR=$!
+    gw_cleanup_push _gw_stop_pid "$GW_PID_PAIR"
+    for _ in $(seq 300); do
+        grep -q "pair: .* processes" "$out" && return 0
+        kill -0 "$GW_PID_PAIR" 2>/dev/null || { cat "$out" >&2; gw_die "the run did not start"; }
+        sleep 0.1
+    done
+    gw_die "the run did not start in 30 s"
+}

@@ -40,6 +40,7 @@
 
 #include "gw_lane.h"
 #include "gw_wire.h"
+#include "fz_input.h"
 
 #define CHECK(c)                                                                           \
 	do {                                                                               \
@@ -125,30 +126,6 @@ static void fz_dump(void)
 		z.rx_gen, z.dirty, z.dup_ok);
 }
 
-struct fz_in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint8_t rd8(struct fz_in *in)
-{
-	if (!in->n)
-		return 0;
-	in->n--;
-	return *in->p++;
-}
-
-static uint16_t rd16(struct fz_in *in)
-{
-	uint16_t lo = rd8(in);
-	return (uint16_t)(lo | rd8(in) << 8);
-}
-
-static uint32_t rd32(struct fz_in *in)
-{
-	uint32_t lo = rd16(in);
-	return lo | (uint32_t)rd16(in) << 16;
-}
 
 static bool seq_before(uint32_t a, uint32_t b)
 {

@@ -36,6 +36,7 @@
  */
 #define gw_crc32c gw_crc32c_whitebox
 #include "gw_crc32c.c"
+#include "fz_input.h"
 #undef gw_crc32c
 
 /* The project's port (config/gridwire.ini, udp_port). */
@@ -54,31 +55,6 @@
 static const struct gw_addr fz_src = {{0x02, 0, 0, 0, 0, 0x0a}, 0x0a000001, 40001};
 static const struct gw_addr fz_dst = {{0x02, 0, 0, 0, 0, 0x0b}, 0x0a000002, FZ_PORT};
 
-/* Fuzzer bytes as a stream of fields; reads past the end give zeros. */
-struct fz_in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint8_t rd8(struct fz_in *in)
-{
-	if (!in->n)
-		return 0;
-	in->n--;
-	return *in->p++;
-}
-
-static uint16_t rd16(struct fz_in *in)
-{
-	uint16_t lo = rd8(in);
-	return (uint16_t)(lo | rd8(in) << 8);
-}
-
-static uint32_t rd32(struct fz_in *in)
-{
-	uint32_t lo = rd16(in);
-	return lo | (uint32_t)rd16(in) << 16;
-}
 
 static uint32_t le32(const uint8_t *p)
 {

@@ -19,14 +19,9 @@ off=$("$pair" --procs 4 --writers 250 --msgs 2000 | tail -1)
 on=$("$pair" --procs 4 --writers 250 --msgs 2000 --set "auth.key_file=$work/key" | tail -1)
 
 gw_ns_up >/dev/null
-"$pair" --keep-ns --procs 2 --writers 100 --msgs 12000 --rate 100000 \
-    --set "auth.key_file=$work/key" >"$work/pair.out" 2>&1 &
-pid=$!
-gw_cleanup_push kill "$pid"
-for _ in $(seq 300); do
-    grep -q "pair: 2 processes" "$work/pair.out" && break
-    sleep 0.1
-done
+gw_pair_bg "$work/pair.out" --procs 2 --writers 100 --msgs 12000 --rate 100000 \
+    --set "auth.key_file=$work/key"
+pid=$GW_PID_PAIR
 sleep 1
 # Replay: frames beta has already accepted, captured as they arrived, sent again.
 for i in 0 1; do

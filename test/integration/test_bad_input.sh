@@ -40,13 +40,8 @@ refuse "bond_mode" --set port.bond_mode=3
 refuse "eal.args" --set "eal.args"
 
 gw_ns_up >/dev/null
-"$ROOT/scripts/pair.sh" --keep-ns --procs 2 --writers 100 --msgs 8000 --rate 100000 >"$work/pair.out" 2>&1 &
-pair=$!
-gw_cleanup_push kill "$pair"
-for _ in $(seq 300); do
-    grep -q "pair: 2 processes" "$work/pair.out" && break
-    sleep 0.1
-done
+gw_pair_bg "$work/pair.out" --procs 2 --writers 100 --msgs 8000 --rate 100000
+pair=$GW_PID_PAIR
 sleep 1
 sent=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" 3000 veth-a0 veth-a1)
 gw_log "fired $sent bad frames at beta"

@@ -33,9 +33,9 @@ run() { # name condition description pair-args...
     check "$name" "$js" "$cond" "$what" || fail=1
 }
 
-run "5% loss of data frames" 'js["retrans"] > 0' "retransmissions" --msgs 2000 --drop 50
-run "20% loss of data frames" 'js["retrans"] > 0' "retransmissions" --msgs 500 --drop 200
-run "10% loss of ACKs only" 'js["retrans"] >= 0' "nothing" --msgs 2000 --drop-acks 100
+run "5% loss each way" 'js["retrans"] > 0' "retransmissions" --msgs 2000 --drop 50 --drop-acks 50
+run "20% loss each way" 'js["retrans"] > 0' "retransmissions" --msgs 500 --drop 200 --drop-acks 200
+run "20% loss of ACKs only" 'js["retrans"] >= 0' "(delivery checks only)" --msgs 2000 --drop-acks 200
 run "5% reordering" 'js["faults"]["delayed"] > 0' "frames held back" \
     --msgs 2000 --set fault.reorder_ppm=50000
 run "5% duplication" 'js["dup_frames"] > 0 and js["faults"]["duplicated"] > 0' "duplicate frames dropped" \

@@ -12,9 +12,8 @@ ROOT=$(gw_root)
 out=$(mktemp /tmp/gridwire-member.XXXXXX)
 gw_cleanup_push rm -f "$out"
 gw_ns_up >/dev/null
-"$ROOT/scripts/pair.sh" --keep-ns --procs 2 --writers 250 --msgs 20000 --rate 250000 >"$out" 2>&1 &
-pair=$!
-gw_cleanup_push kill "$pair"
+gw_pair_bg "$out" --procs 2 --writers 250 --msgs 20000 --rate 250000
+pair=$GW_PID_PAIR
 
 tx() { ip netns exec gwa cat "/sys/class/net/$1/statistics/tx_packets"; }
 # wait_moving IFACE: true once IFACE sends 1,000 more frames, within 10 s.
