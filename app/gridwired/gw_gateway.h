@@ -78,6 +78,8 @@ struct gw_counters {
 	uint64_t nombuf, tx_stalls, clients_broken, clients_refused;
 	uint64_t auth_forged, auth_replayed;
 };
+/* Summed field by field as an array of counters (gw_gateway_stats_json). */
+_Static_assert(sizeof(struct gw_counters) % sizeof(uint64_t) == 0, "counters are uint64_t only");
 
 /* One TX queue and the frames waiting for it. */
 struct gw_txq {
