@@ -674,6 +674,8 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg)
 	rc = gw_ctl_open(g);
 	if (rc < 0)
 		return rc;
+	if ((rc = gw_stats_register(g)) < 0)
+		GW_LOG(WARNING, "telemetry commands not registered: %s", strerror(-rc));
 	prctl(PR_SET_TIMERSLACK, 1000UL); /* make short sleeps short */
 	unsigned lcore = rte_get_next_lcore(-1, 1, 0);
 	for (unsigned i = 0; i < cfg->workers; i++, lcore = rte_get_next_lcore(lcore, 1, 0)) {
@@ -751,42 +753,56 @@ void gw_gateway_run(struct gw_gateway *g, volatile bool *stop, unsigned flush_ms
 		GW_LOG(NOTICE, "stopped: everything sent was acknowledged");
 }
 
+/* Every counter by name, for the JSON line and for telemetry. */
+#define GW_COUNTER(f) { #f, offsetof(struct gw_counters, f) }
+const struct gw_counter_name gw_counter_names[] = {
+	GW_COUNTER(rx_frames), GW_COUNTER(rx_bytes), GW_COUNTER(tx_frames), GW_COUNTER(tx_bytes),
+	GW_COUNTER(data_frames), GW_COUNTER(ack_frames), GW_COUNTER(hello_frames),
+	GW_COUNTER(msgs_out), GW_COUNTER(msgs_in), GW_COUNTER(msgs_local),
+	GW_COUNTER(bad_frames), GW_COUNTER(bad_crc), GW_COUNTER(not_ours), GW_COUNTER(unknown_peer),
+	GW_COUNTER(dup_frames), GW_COUNTER(beyond_window), GW_COUNTER(retrans),
+	GW_COUNTER(rejects_sent), GW_COUNTER(rejects_lost), GW_COUNTER(reject_unknown_ep),
+	GW_COUNTER(reject_dest_full), GW_COUNTER(nombuf), GW_COUNTER(tx_stalls),
+	GW_COUNTER(clients_broken), GW_COUNTER(clients_refused), GW_COUNTER(auth_forged),
+	GW_COUNTER(auth_replayed), { NULL, 0 },
+};
+
+void gw_gateway_totals(const struct gw_gateway *g, struct gw_counters *s, uint64_t *frames,
+		       uint64_t *full_stops)
+{
+	*s = g->st;
+	*frames = *full_stops = 0;
+	for (unsigned i = 0; i < g->nlanes; i++) {
+		const uint64_t *a = (const uint64_t *)&g->workers[i].st;
+		uint64_t *t = (uint64_t *)s;
+		for (size_t k = 0; k < sizeof(*s) / sizeof(uint64_t); k++)
+			t[k] += a[k];
+		*frames += g->workers[i].batch.frames;
+		*full_stops += g->workers[i].batch.full_stops;
+	}
+}
+
 void gw_gateway_stats_json(const struct gw_gateway *g, char *buf, size_t len)
 {
-	struct gw_counters s = g->st;
-	uint64_t frames = 0, full_stops = 0;
-	for (unsigned i = 0; i < g->nlanes; i++) {
-		const struct gw_counters *w = &g->workers[i].st;
-		const uint64_t *a = (const uint64_t *)w;
-		uint64_t *t = (uint64_t *)&s;
-		for (size_t k = 0; k < sizeof(s) / sizeof(uint64_t); k++)
-			t[k] += a[k];
-		frames += g->workers[i].batch.frames;
-		full_stops += g->workers[i].batch.full_stops;
-	}
-	snprintf(buf, len,
-		 "{\"node\":%u,\"lanes\":%u,\"rx_frames\":%" PRIu64 ",\"tx_frames\":%" PRIu64
-		 ",\"rx_bytes\":%" PRIu64 ",\"tx_bytes\":%" PRIu64 ",\"data_frames_rx\":%" PRIu64
-		 ",\"data_frames_tx\":%" PRIu64 ",\"msgs_out\":%" PRIu64 ",\"msgs_in\":%" PRIu64
-		 ",\"msgs_local\":%" PRIu64 ",\"msgs_per_frame\":%.2f,\"retrans\":%" PRIu64
-		 ",\"dup_frames\":%" PRIu64 ",\"beyond_window\":%" PRIu64 ",\"bad_crc\":%" PRIu64
-		 ",\"bad_frames\":%" PRIu64 ",\"not_ours\":%" PRIu64 ",\"unknown_peer\":%" PRIu64
-		 ",\"rejects_sent\":%" PRIu64 ",\"rejects_lost\":%" PRIu64
-		 ",\"reject_unknown_ep\":%" PRIu64 ",\"reject_dest_full\":%" PRIu64
-		 ",\"nombuf\":%" PRIu64 ",\"tx_stalls\":%" PRIu64 ",\"clients_broken\":%" PRIu64 ",\"clients_refused\":%" PRIu64 ",\"auth_forged\":%" PRIu64
-		 ",\"auth_replayed\":%" PRIu64
-		 ",\"batch_full_stops\":%" PRIu64 ",\"fault_dropped\":%" PRIu64
-		 ",\"fault_duplicated\":%" PRIu64 ",\"fault_corrupted\":%" PRIu64
-		 ",\"fault_delayed\":%" PRIu64 "}",
-		 g->cfg->node_id, g->nlanes, s.rx_frames, s.tx_frames, s.rx_bytes, s.tx_bytes,
-		 s.data_frames, frames, s.msgs_out, s.msgs_in, s.msgs_local,
-		 frames ? (double)(s.msgs_out + s.msgs_local) / (double)frames : 0.0, s.retrans,
-		 s.dup_frames, s.beyond_window, s.bad_crc, s.bad_frames, s.not_ours,
-		 s.unknown_peer, s.rejects_sent, s.rejects_lost, s.reject_unknown_ep,
-		 s.reject_dest_full, s.nombuf, s.tx_stalls, s.clients_broken, s.clients_refused, s.auth_forged,
-		 s.auth_replayed, full_stops,
-		 g->fault.counts[GW_FAULT_DROP], g->fault.counts[GW_FAULT_DUP],
-		 g->fault.counts[GW_FAULT_CORRUPT], g->fault.counts[GW_FAULT_DELAY]);
+	struct gw_counters s;
+	uint64_t frames, full_stops;
+	gw_gateway_totals(g, &s, &frames, &full_stops);
+	size_t n = (size_t)snprintf(buf, len, "{\"node\":%u,\"lanes\":%u", g->cfg->node_id,
+				    g->nlanes);
+	for (const struct gw_counter_name *c = gw_counter_names; c->name && n < len; c++)
+		n += (size_t)snprintf(buf + n, len - n, ",\"%s\":%" PRIu64, c->name,
+				      *(const uint64_t *)((const char *)&s + c->off));
+	static const char *const faults[] = { "", "fault_dropped", "fault_duplicated",
+					      "fault_corrupted", "fault_delayed" };
+	for (int v = GW_FAULT_DROP; v <= GW_FAULT_DELAY && n < len; v++)
+		n += (size_t)snprintf(buf + n, len - n, ",\"%s\":%" PRIu64, faults[v],
+				      g->fault.counts[v]);
+	if (n < len)
+		snprintf(buf + n, len - n,
+			 ",\"data_frames_tx\":%" PRIu64 ",\"msgs_per_frame\":%.2f"
+			 ",\"batch_full_stops\":%" PRIu64 "}",
+			 frames, frames ? (double)(s.msgs_out + s.msgs_local) / (double)frames : 0.0,
+			 full_stops);
 }
 
 void gw_gateway_fini(struct gw_gateway *g)

@@ -50,6 +50,7 @@ extern int gw_logtype;
 #define GW_INBOX 1024    /* ACK mbufs queued to a worker */
 #define GW_REJECTQ 4096  /* REJECTs queued to a worker */
 #define GW_CMDQ 256      /* channel commands queued to a worker */
+#define GW_HIST_BUCKETS 7 /* 1, 2-3, 4-7, 8-15, 16-31, 32-63, 64+ messages per frame */
 
 /* A REJECT owed to the sender of a message on a peer node. */
 struct gw_reject {
@@ -118,6 +119,7 @@ struct gw_worker {
 	struct gw_reject pending_rej; /* taken from rejq, waiting for a window */
 	bool has_pending_rej;
 	bool drain_seen; /* finished a step after the drain began */
+	uint64_t hist[GW_HIST_BUCKETS]; /* frames by messages in them: 1, 2-3, 4-7, ... */
 	uint64_t now;
 	unsigned idle_polls;
 	struct gw_counters st;
@@ -186,6 +188,17 @@ void gw_gateway_run(struct gw_gateway *g, volatile bool *stop, unsigned flush_ms
 void gw_gateway_fini(struct gw_gateway *g);
 /* Counters as one JSON object (for logs, tests and the demo). */
 void gw_gateway_stats_json(const struct gw_gateway *g, char *buf, size_t len);
+/* The main lcore's and every worker's counters added up. */
+void gw_gateway_totals(const struct gw_gateway *g, struct gw_counters *s, uint64_t *frames,
+		       uint64_t *full_stops);
+struct gw_counter_name {
+	const char *name;
+	size_t off;
+};
+extern const struct gw_counter_name gw_counter_names[]; /* ends with a NULL name */
+
+/* Telemetry commands under /gridwire/ (gw_stats.c). */
+int gw_stats_register(struct gw_gateway *g);
 
 /* Shared by the roles (gw_gateway.c). */
 uint64_t gw_clock_ns(void);

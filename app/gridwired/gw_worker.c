@@ -61,6 +61,8 @@ static void batch_ship(void *ctx, struct gw_batch_frame *f)
 		w->st.msgs_local += f->nrec;
 		return;
 	}
+	unsigned b = 31 - (unsigned)__builtin_clz(f->nrec); /* log2 bucket */
+	w->hist[b < GW_HIST_BUCKETS ? b : GW_HIST_BUCKETS - 1]++;
 	struct gw_peer *p = &g->peers[f->node];
 	struct gw_lane_tx *tx = &p->tx[w->lane];
 	struct gw_hdr h = {

@@ -114,6 +114,7 @@ struct gw_chan {
 	uint32_t tx_pos, rx_pos; /* gateway: its positions in the TX and RX rings */
 	uint64_t full_since_ns; /* gateway: when deliveries into RX began to fail */
 	bool rejecting; /* gateway: held too long; reject until read down to half */
+	uint64_t delivered, rx_full; /* gateway: into RX, and refused for lack of room */
 };
 
 /* A message as the gateway reads it from a TX ring. */

@@ -218,14 +218,18 @@ int gw_chan_deliver(struct gw_chan *c, const struct gw_chan_desc *d, const void 
 		 * own channel look full. */
 		c->tail_cache = __atomic_load_n(&c->shm->rx_tail, __ATOMIC_ACQUIRE);
 		used = c->head - c->tail_cache;
-		if (used > size || size - used < pad + len)
+		if (used > size || size - used < pad + len) {
+			c->rx_full++;
 			return -ENOBUFS;
+		}
 	}
 	/* cons.tail is the client's word too: a bad one makes only its own
 	 * ring look full, or lets us overwrite its own unread messages. */
 	uint32_t queued = c->rx_pos - __atomic_load_n(&c->rx_ring->cons.tail, __ATOMIC_ACQUIRE);
-	if (queued >= c->ring_mask)
+	if (queued >= c->ring_mask) {
+		c->rx_full++;
 		return -ENOBUFS; /* the descriptor ring is full */
+	}
 	/* Built privately and only then stored: the slot is the client's
 	 * memory, so nothing is read back from it. */
 	struct gw_chan_desc out = *d;
@@ -234,6 +238,7 @@ int gw_chan_deliver(struct gw_chan *c, const struct gw_chan_desc *d, const void 
 	c->head = out.pos + len;
 	ring_elems(c->rx_ring)[c->rx_pos & c->ring_mask] = out;
 	c->rx_pos++;
+	c->delivered++;
 	c->rx_ring->prod.head = c->rx_pos;
 	__atomic_store_n(&c->rx_ring->prod.tail, c->rx_pos, __ATOMIC_RELEASE);
 	return 0;

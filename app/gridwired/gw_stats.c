@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Stats over DPDK telemetry, under /gridwire/ (read them with gwctl or
+ * dpdk-telemetry.py -f gw-NAME):
+ *   /gridwire/stats            every counter, added up over the lcores
+ *   /gridwire/port             port counters as testpmd shows them, with
+ *                              pps and bps since the previous call
+ *   /gridwire/lanes            "node:lane" of each lane with traffic
+ *   /gridwire/lane,NODE:LANE   one lane: frames, retransmissions, window...
+ *   /gridwire/clients          channel ids of the connected clients
+ *   /gridwire/client,ID        one client: messages taken, delivered, full
+ *   /gridwire/peers            node ids heard from
+ *   /gridwire/peer,ID          one peer: name, up, epoch, last heard
+ *
+ * The callbacks run on the telemetry thread while the lcores work: they
+ * only read counters and fields in gateway memory, never a client's shared
+ * memory (which may be unmapped under them).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_ethdev.h>
+#include <rte_telemetry.h>
+
+#include "gw_gateway.h"
+
+static struct gw_gateway *gw;
+
+static int cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct gw_counters s;
+	uint64_t frames, full_stops;
+	gw_gateway_totals(gw, &s, &frames, &full_stops);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "node", gw->cfg->node_id);
+	for (const struct gw_counter_name *c = gw_counter_names; c->name; c++)
+		rte_tel_data_add_dict_u64(d, c->name, *(const uint64_t *)((const char *)&s + c->off));
+	rte_tel_data_add_dict_u64(d, "data_frames_tx", frames);
+	rte_tel_data_add_dict_u64(d, "batch_full_stops", full_stops);
+	return 0;
+}
+
+/* pps and bps since the previous /gridwire/port, as testpmd's show port stats. */
+static int cmd_port(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	static struct rte_eth_stats prev;
+	static uint64_t prev_ns;
+	struct rte_eth_stats st;
+	if (rte_eth_stats_get(gw->port.port_id, &st) < 0)
+		return -EINVAL;
+	uint64_t now = gw_clock_ns(), dt = prev_ns ? now - prev_ns : 0;
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "port", gw->port.port_id);
+	rte_tel_data_add_dict_u64(d, "rx_packets", st.ipackets);
+	rte_tel_data_add_dict_u64(d, "rx_bytes", st.ibytes);
+	rte_tel_data_add_dict_u64(d, "rx_missed", st.imissed);
+	rte_tel_data_add_dict_u64(d, "rx_errors", st.ierrors);
+	rte_tel_data_add_dict_u64(d, "rx_nombuf", st.rx_nombuf);
+	rte_tel_data_add_dict_u64(d, "tx_packets", st.opackets);
+	rte_tel_data_add_dict_u64(d, "tx_bytes", st.obytes);
+	rte_tel_data_add_dict_u64(d, "tx_errors", st.oerrors);
+	rte_tel_data_add_dict_u64(d, "interval_ms", dt / 1000000);
+	uint64_t rate[4] = { 0 };
+	if (dt) {
+		rate[0] = (st.ipackets - prev.ipackets) * 1000000000ull / dt;
+		rate[1] = (st.ibytes - prev.ibytes) * 8 * 1000000000ull / dt;
+		rate[2] = (st.opackets - prev.opackets) * 1000000000ull / dt;
+		rate[3] = (st.obytes - prev.obytes) * 8 * 1000000000ull / dt;
+	}
+	rte_tel_data_add_dict_u64(d, "rx_pps", rate[0]);
+	rte_tel_data_add_dict_u64(d, "rx_bps", rate[1]);
+	rte_tel_data_add_dict_u64(d, "tx_pps", rate[2]);
+	rte_tel_data_add_dict_u64(d, "tx_bps", rate[3]);
+	for (unsigned i = 0; i < gw->port.nmembers; i++) {
+		char key[48];
+		snprintf(key, sizeof(key), "member_%s_up", gw->port.ifnames[i]);
+		rte_tel_data_add_dict_u64(d, key, gw->port.member_up[i]);
+	}
+	prev = st;
+	prev_ns = now;
+	return 0;
+}
+
+static bool lane_used(const struct gw_peer *p, unsigned l)
+{
+	return p->tx[l].frames || p->rx[l].frames;
+}
+
+static int cmd_lanes(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+	unsigned known = __atomic_load_n(&gw->nknown, __ATOMIC_ACQUIRE);
+	for (unsigned k = 0; k < known; k++)
+		for (unsigned l = 0; l < GW_LANES_MAX; l++)
+			if (lane_used(&gw->peers[gw->known[k]], l)) {
+				char id[16];
+				snprintf(id, sizeof(id), "%u:%u", gw->known[k], l);
+				rte_tel_data_add_array_string(d, id);
+			}
+	return 0;
+}
+
+static int cmd_lane(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	unsigned node, l;
+	if (!params || sscanf(params, "%u:%u", &node, &l) != 2 || node >= GW_MAX_NODES ||
+	    l >= GW_LANES_MAX || !gw->peers[node].lanes)
+		return -EINVAL;
+	const struct gw_lane_tx *tx = &gw->peers[node].tx[l];
+	const struct gw_lane_rx *rx = &gw->peers[node].rx[l];
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "peer", node);
+	rte_tel_data_add_dict_u64(d, "lane", l);
+	rte_tel_data_add_dict_u64(d, "tx_frames", tx->frames);
+	rte_tel_data_add_dict_u64(d, "tx_retrans", tx->retrans);
+	rte_tel_data_add_dict_u64(d, "tx_acks", tx->acks);
+	rte_tel_data_add_dict_u64(d, "tx_bad_acks", tx->bad_acks);
+	rte_tel_data_add_dict_u64(d, "tx_inflight", gw_lane_tx_inflight(tx));
+	rte_tel_data_add_dict_u64(d, "window", tx->win);
+	rte_tel_data_add_dict_u64(d, "srtt_us", tx->srtt_ns / 1000);
+	rte_tel_data_add_dict_u64(d, "rx_frames", rx->frames);
+	rte_tel_data_add_dict_u64(d, "rx_dups", rx->dups);
+	rte_tel_data_add_dict_u64(d, "rx_beyond_window", rx->out_of_window);
+	/* Messages per frame, for the frames this lane's worker built (to
+	 * every peer): 1, 2-3, 4-7, ... */
+	if (l < gw->nlanes) {
+		static const char *const names[GW_HIST_BUCKETS] = {
+			"frames_1_msg", "frames_2_3_msgs", "frames_4_7_msgs", "frames_8_15_msgs",
+			"frames_16_31_msgs", "frames_32_63_msgs", "frames_64_msgs_up",
+		};
+		for (unsigned b = 0; b < GW_HIST_BUCKETS; b++)
+			rte_tel_data_add_dict_u64(d, names[b], gw->workers[l].hist[b]);
+	}
+	return 0;
+}
+
+static int cmd_clients(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
+	for (unsigned i = 0; i < gw->cfg->clients_max; i++) {
+		const struct gw_client *cl = &gw->clients[i];
+		if (cl->used && !cl->leaving && cl->chan.shm)
+			rte_tel_data_add_array_int(d, cl->chan_id);
+	}
+	return 0;
+}
+
+static int cmd_client(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	unsigned id;
+	if (!params || sscanf(params, "%u", &id) != 1 || id > UINT16_MAX || !gw->chan_slot[id])
+		return -EINVAL;
+	const struct gw_client *cl = &gw->clients[gw->chan_slot[id] - 1];
+	unsigned eps = 0;
+	for (unsigned i = 0; i < GW_EP_TABLE; i++)
+		eps += gw->eps[i].id && gw->eps[i].chan_id == id;
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "channel", id);
+	rte_tel_data_add_dict_u64(d, "worker", cl->worker);
+	rte_tel_data_add_dict_u64(d, "endpoints", eps);
+	rte_tel_data_add_dict_u64(d, "msgs_taken", cl->chan.msgs);
+	rte_tel_data_add_dict_u64(d, "msgs_delivered", cl->chan.delivered);
+	rte_tel_data_add_dict_u64(d, "rx_full", cl->chan.rx_full);
+	rte_tel_data_add_dict_u64(d, "rejecting", cl->chan.rejecting);
+	return 0;
+}
+
+static int cmd_peers(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
+	unsigned known = __atomic_load_n(&gw->nknown, __ATOMIC_ACQUIRE);
+	for (unsigned k = 0; k < known; k++)
+		rte_tel_data_add_array_int(d, gw->known[k]);
+	return 0;
+}
+
+static int cmd_peer(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	unsigned id;
+	if (!params || sscanf(params, "%u", &id) != 1 || id >= GW_MAX_NODES || !gw->peers[id].lanes)
+		return -EINVAL;
+	const struct gw_peer *p = &gw->peers[id];
+	char name[GW_NAME_MAX];
+	snprintf(name, sizeof(name), "%s", p->name);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "node", id);
+	rte_tel_data_add_dict_string(d, "name", name);
+	rte_tel_data_add_dict_u64(d, "up", p->up);
+	rte_tel_data_add_dict_u64(d, "epoch", p->epoch);
+	rte_tel_data_add_dict_u64(d, "heard_ms_ago", (gw_clock_ns() - p->last_heard_ns) / 1000000);
+	return 0;
+}
+
+int gw_stats_register(struct gw_gateway *g)
+{
+	static const struct {
+		const char *cmd;
+		telemetry_cb fn;
+		const char *help;
+	} cmds[] = {
+		{ "/gridwire/stats", cmd_stats, "Every gateway counter. No parameters" },
+		{ "/gridwire/port", cmd_port, "Port counters, pps and bps since the last call" },
+		{ "/gridwire/lanes", cmd_lanes, "Lanes with traffic, as node:lane" },
+		{ "/gridwire/lane", cmd_lane, "One lane. Parameter: node:lane" },
+		{ "/gridwire/clients", cmd_clients, "Channel ids of connected clients" },
+		{ "/gridwire/client", cmd_client, "One client. Parameter: channel id" },
+		{ "/gridwire/peers", cmd_peers, "Node ids heard from" },
+		{ "/gridwire/peer", cmd_peer, "One peer. Parameter: node id" },
+	};
+	gw = g;
+	for (unsigned i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		int rc = rte_telemetry_register_cmd(cmds[i].cmd, cmds[i].fn, cmds[i].help);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
