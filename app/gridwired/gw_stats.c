@@ -16,6 +16,7 @@
  * only read counters and fields in gateway memory, never a client's shared
  * memory (which may be unmapped under them).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,9 @@ static int cmd_port(const char *cmd, const char *params, struct rte_tel_data *d)
 	for (unsigned i = 0; i < gw->port.nmembers; i++) {
 		char key[48];
 		snprintf(key, sizeof(key), "member_%s_up", gw->port.ifnames[i]);
+		for (char *c = key; *c; c++) /* telemetry names: letters, digits, _ and / */
+			if (!isalnum((unsigned char)*c) && *c != '_')
+				*c = '_';
 		rte_tel_data_add_dict_u64(d, key, gw->port.member_up[i]);
 	}
 	prev = st;

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The stats a DPDK user looks at: after a 200,000-message run, gwctl reads
+# each gateway's telemetry (/gridwire/...) and the figures agree with what
+# the run did: messages sent and delivered, port packets, the lane with its
+# messages-per-frame histogram, the connected client, the peer up.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+ROOT=$(gw_root)
+BIN=$ROOT/build/app
+GWCTL=$ROOT/app/gwctl/gwctl
+work=$(mktemp -d /tmp/gridwire-stats.XXXXXX)
+gw_cleanup_push rm -rf "$work"
+gw_ns_up >/dev/null
+gw_gateways_up "$work"
+# The receiver stays connected for 10 s after the last message, to be seen.
+gw_rx_start "$work" rx -e sink --expect 200001 --writers-max 10 --idle-timeout 10
+ip netns exec gwa "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock -n 2 -e sink -w 10 -m 20000 \
+    >"$work/tx.json" 2>"$work/tx.err"
+sleep 1
+for what in stats port lanes peers; do "$GWCTL" -n alpha "$what" >"$work/alpha.$what"; done
+"$GWCTL" -n beta clients >"$work/beta.clients"
+"$GWCTL" -n alpha port >"$work/alpha.port2"
+"$GWCTL" -n nosuch stats >"$work/nosuch" 2>&1 && nosuch=0 || nosuch=$?
+gw_gateways_down
+cat "$work/alpha.stats" "$work/alpha.port2" "$work/alpha.lanes" "$work/alpha.peers" "$work/beta.clients"
+
+fail=0
+want() { # description file pattern (grep -E)
+    if grep -Eq "$3" "$2"; then echo "ok: $1"; else echo "FAIL: $1 (no /$3/ in $2)"; fail=1; fi
+}
+want "alpha counted 200,000 messages out" "$work/alpha.stats" "msgs_out +200000$"
+want "alpha's port sent packets" "$work/alpha.port" "TX-packets: [1-9]"
+want "a second look gives a rate since the first" "$work/alpha.port2" "since last [0-9]+ ms"
+want "both bond members shown up" "$work/alpha.port" "Members: veth_a0 up, veth_a1 up"
+want "the lane to beta with most frames of 32-63 messages" "$work/alpha.lanes" "^ +2 +0 +[1-9]"
+want "beta is up" "$work/alpha.peers" "beta +up"
+want "beta's client got all 200,000" "$work/beta.clients" " 200000 "
+if ((nosuch != 0)) && grep -q "no gateway named 'nosuch'" "$work/nosuch"; then
+    echo "ok: an unknown gateway name gets one clear line"
+else
+    echo "FAIL: gwctl -n nosuch: $(cat "$work/nosuch")"
+    fail=1
+fi
+exit $fail
