@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fire bad frames at a gateway from outside: an AF_PACKET socket on the
 given interfaces (run inside the sending namespace). A replay attack in two
-steps: --capture IFACE N FILE saves N gridwire frames arriving on IFACE (in
+steps: --capture IFACE[,IFACE] N FILE saves N gridwire frames arriving there (in
 the receiving namespace), --send FILE IFACE sends them again from the other
 side. Kinds, in turn:
 random bytes, every truncation of a valid frame, valid UDP to the gridwire
@@ -68,22 +68,30 @@ def frames(rng, n):
             yield ipv4_udp(gridwire(1, 2, seq=i, payload=record(0x1, b"z" * 50), good_crc=False))
 
 
-def capture(iface, n, path):
-    """Capture n gridwire frames arriving on iface into path (a replay kit)."""
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
-    s.bind((iface, 0))
-    s.settimeout(5)
+def capture(ifaces, n, path):
+    """Capture n gridwire frames arriving on any of ifaces into path."""
+    import select
+    socks = []
+    for name in ifaces:
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+        s.bind((name, 0))
+        socks.append(s)
     got = []
+    deadline = time.time() + 10
     while len(got) < n:
-        f, addr = s.recvfrom(65536)
-        if addr[2] == socket.PACKET_OUTGOING:
-            continue
-        if len(f) > 42 and f[23] == 17 and struct.unpack("!H", f[36:38])[0] == PORT:
-            got.append(f)
+        ready, _, _ = select.select(socks, [], [], max(0.0, deadline - time.time()))
+        if not ready:
+            raise TimeoutError(f"only {len(got)} frames in 10 s")
+        for s in ready:
+            f, addr = s.recvfrom(65536)
+            if addr[2] == socket.PACKET_OUTGOING:
+                continue
+            if len(f) > 42 and f[23] == 17 and struct.unpack("!H", f[36:38])[0] == PORT:
+                got.append(f)
     with open(path, "wb") as out:
-        for f in got:
+        for f in got[:n]:
             out.write(struct.pack("<I", len(f)) + f)
-    return len(got)
+    return min(n, len(got))
 
 
 def send_file(path, iface):
@@ -101,7 +109,7 @@ def send_file(path, iface):
 
 def main():
     if sys.argv[1] == "--capture":
-        print(capture(sys.argv[2], int(sys.argv[3]), sys.argv[4]))
+        print(capture(sys.argv[2].split(","), int(sys.argv[3]), sys.argv[4]))
         return
     if sys.argv[1] == "--send":
         print(send_file(sys.argv[2], sys.argv[3]))

@@ -24,13 +24,12 @@ gw_pair_bg "$work/pair.out" --procs 2 --writers 100 --msgs 12000 --rate 100000 \
 pid=$GW_PID_PAIR
 sleep 1
 # Replay: frames beta has already accepted, captured as they arrived, sent again.
-for i in 0 1; do
-    ip netns exec gwb timeout 10 python3 "$ROOT/test/integration/inject.py" --capture "veth-b$i" 300 \
-        "$work/kit" >/dev/null 2>&1 && break
-done
+ip netns exec gwb python3 "$ROOT/test/integration/inject.py" --capture veth-b0,veth-b1 300 \
+    "$work/kit" >/dev/null
 [[ -s $work/kit ]] || gw_die "captured no frame to replay (is the run still going? $(tail -2 "$work/pair.out"))"
-forged=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" 2000 veth-a0 veth-a1)
 replayed=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" --send "$work/kit" veth-a0)
+forged=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" 2000 veth-a0 veth-a1)
+kill -0 "$pid" || gw_die "the run ended before the attack was over: make it longer"
 gw_log "fired $forged forged and $replayed replayed frames at beta"
 wait "$pid" || true
 attacked=$(tail -1 "$work/pair.out")
