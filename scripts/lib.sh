@@ -200,3 +200,14 @@ gw_pair_bg() {
     done
     gw_die "the run did not start in 30 s"
 }
+
+# gw_workdir NAME: set $work to a fresh /tmp/gridwire-NAME.XXXXXX, removed
+# on exit unless GW_KEEP is set (then its path is logged, for a post-mortem).
+gw_workdir() {
+    work=$(mktemp -d "/tmp/gridwire-$1.XXXXXX")
+    if [[ -n "${GW_KEEP:-}" ]]; then
+        gw_log "keeping $work"
+    else
+        gw_cleanup_push rm -rf "$work"
+    fi
+}

@@ -37,8 +37,7 @@ done
 [[ $batch == off ]] && sets+=(--set proto.batch_max=1)
 
 total=$((procs * writers * msgs))
-work=$(mktemp -d /tmp/gridwire-pair.XXXXXX)
-[[ -n "${GW_KEEP:-}" ]] && gw_log "pair: keeping $work" || gw_cleanup_push rm -rf "$work"
+gw_workdir pair
 if ((keep_ns)); then
     gw_netns status >/dev/null 2>&1 || gw_netns up >/dev/null
 else

@@ -9,9 +9,8 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 BIN=$(gw_root)/build/app
-work=$(mktemp -d /tmp/gridwire-access.XXXXXX)
+gw_workdir access
 chmod 755 "$work"
-gw_cleanup_push rm -rf "$work"
 # A copy other users can surely run, wherever the checkout lives.
 cp "$BIN/gw-perf" "$work/"
 cp -L "$(gw_root)/build/lib/libgridwire.so.0" "$work/" # its SONAME

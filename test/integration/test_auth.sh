@@ -10,8 +10,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 ROOT=$(gw_root)
 pair=$ROOT/scripts/pair.sh
-work=$(mktemp -d /tmp/gridwire-auth.XXXXXX)
-gw_cleanup_push rm -rf "$work"
+gw_workdir auth
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/key"
 fail=0
 

@@ -10,8 +10,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 ROOT=$(gw_root)
 GWD=$ROOT/build/app/gridwired
-work=$(mktemp -d /tmp/gridwire-bad.XXXXXX)
-gw_cleanup_push rm -rf "$work"
+gw_workdir bad
 fail=0
 
 refuse() { # what-the-line-must-mention args...

@@ -10,8 +10,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 BIN=$(gw_root)/build/app
 cycles=${GW_KILL_CYCLES:-500}
-work=$(mktemp -d /tmp/gridwire-kill.XXXXXX)
-gw_cleanup_push rm -rf "$work"
+gw_workdir kill
 gw_ns_up >/dev/null
 gw_gateways_up "$work"
 

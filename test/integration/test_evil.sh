@@ -8,8 +8,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 ROOT=$(gw_root)
 BIN=$ROOT/build/app
-work=$(mktemp -d /tmp/gridwire-evil.XXXXXX)
-gw_cleanup_push rm -rf "$work"
+gw_workdir evil
 gw_ns_up >/dev/null
 gw_gateways_up "$work"
 

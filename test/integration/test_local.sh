@@ -8,8 +8,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 BIN=$(gw_root)/build/app
-work=$(mktemp -d /tmp/gridwire-local.XXXXXX)
-gw_cleanup_push rm -rf "$work"
+gw_workdir local
 gw_ns_up >/dev/null
 
 run() { # workers

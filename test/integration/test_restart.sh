@@ -12,8 +12,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 BIN=$(gw_root)/build/app
-work=$(mktemp -d /tmp/gridwire-restart.XXXXXX)
-gw_cleanup_push rm -rf "$work"
+gw_workdir restart
 gw_ns_up >/dev/null
 gw_gateways_up "$work"
 

@@ -13,8 +13,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 BIN=$(gw_root)/build/app
-work=$(mktemp -d /tmp/gridwire-slow.XXXXXX)
-[[ -n "${GW_KEEP:-}" ]] || gw_cleanup_push rm -rf "$work"
+gw_workdir slow
 gw_ns_up >/dev/null
 
 writers=200 msgs=200

@@ -9,8 +9,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 ROOT=$(gw_root)
 BIN=$ROOT/build/app
 GWCTL=$ROOT/app/gwctl/gwctl
-work=$(mktemp -d /tmp/gridwire-stats.XXXXXX)
-gw_cleanup_push rm -rf "$work"
+gw_workdir stats
 gw_ns_up >/dev/null
 gw_gateways_up "$work"
 # The receiver stays connected for 10 s after the last message, to be seen.
