@@ -93,6 +93,8 @@ void gw_ctl_nodes_up(struct gw_gateway *g, uint16_t node, bool up)
 			__atomic_fetch_or(&cl->chan.shm->nodes_up[node / 64], bit, __ATOMIC_RELEASE);
 		else
 			__atomic_fetch_and(&cl->chan.shm->nodes_up[node / 64], ~bit, __ATOMIC_RELEASE);
+		if (!up) /* its calls to that node fail now, not at their timeouts */
+			gw_chan_notify(&cl->chan);
 	}
 }
 
@@ -290,6 +292,32 @@ static int ctl_reply(int sock, struct gw_ctl_msg *m, const int *fds, int nfds)
 	return sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == sizeof(*m) ? 0 : -errno;
 }
 
+/* A reserved name may only be the client's own reply endpoint. */
+static bool reserved_ok(const char *name, uint16_t chan_id)
+{
+	char own[GW_NAME_MAX];
+	if (name[0] != GW_CTL_RESERVED)
+		return true;
+	gw_ctl_reply_ep_name(own, sizeof(own), chan_id);
+	return !strcmp(name, own);
+}
+
+/* The first node at or after m->arg that this gateway knows of. */
+static int ctl_node(struct gw_gateway *g, struct gw_ctl_msg *m)
+{
+	for (uint32_t n = m->arg ? m->arg : 1; n < GW_MAX_NODES; n++) {
+		const struct gw_peer *p = &g->peers[n];
+		bool self = n == g->cfg->node_id;
+		if (!self && !p->lanes)
+			continue;
+		m->arg = n;
+		m->arg2 = self ? GW_CTL_NODE_SELF | GW_CTL_NODE_UP : (p->up ? GW_CTL_NODE_UP : 0);
+		snprintf(m->name, sizeof(m->name), "%s", self ? g->cfg->node_name : p->name);
+		return 0;
+	}
+	return -ENOENT;
+}
+
 /* One request from a client; false when the client must go. */
 static bool ctl_request(struct gw_gateway *g, struct gw_client *cl)
 {
@@ -320,12 +348,17 @@ static bool ctl_request(struct gw_gateway *g, struct gw_client *cl)
 			m.status = -ENOTCONN;
 		else if (!gw_ctl_name_ok(m.name, sizeof(m.name)))
 			m.status = -EINVAL;
+		else if (!reserved_ok(m.name, cl->chan_id))
+			m.status = -EPERM;
 		else
 			m.status = ep_add(g, m.name, cl->chan_id);
 		m.arg = gw_ctl_ep_id(m.name);
 		break;
 	case GW_CTL_UNREGISTER:
 		m.status = ep_del(g, m.name, cl->chan_id);
+		break;
+	case GW_CTL_NODE:
+		m.status = ctl_node(g, &m);
 		break;
 	default:
 		m.status = -EOPNOTSUPP;

@@ -764,7 +764,8 @@ const struct gw_counter_name gw_counter_names[] = {
 	GW_COUNTER(rejects_sent), GW_COUNTER(rejects_lost), GW_COUNTER(reject_unknown_ep),
 	GW_COUNTER(reject_dest_full), GW_COUNTER(nombuf), GW_COUNTER(tx_stalls),
 	GW_COUNTER(clients_broken), GW_COUNTER(clients_refused), GW_COUNTER(auth_forged),
-	GW_COUNTER(auth_replayed), { NULL, 0 },
+	GW_COUNTER(auth_replayed), GW_COUNTER(abandoned_frames), GW_COUNTER(reject_node_down),
+	{ NULL, 0 },
 };
 
 void gw_gateway_totals(const struct gw_gateway *g, struct gw_counters *s, uint64_t *frames,

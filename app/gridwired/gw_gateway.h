@@ -78,6 +78,7 @@ struct gw_counters {
 	uint64_t rejects_sent, rejects_lost, reject_unknown_ep, reject_dest_full;
 	uint64_t nombuf, tx_stalls, clients_broken, clients_refused;
 	uint64_t auth_forged, auth_replayed;
+	uint64_t abandoned_frames, reject_node_down;
 };
 /* Summed field by field as an array of counters (gw_gateway_stats_json). */
 _Static_assert(sizeof(struct gw_counters) % sizeof(uint64_t) == 0, "counters are uint64_t only");
@@ -118,6 +119,9 @@ struct gw_worker {
 	struct rte_ring *cmdq;   /* struct gw_cmd from the control role */
 	struct gw_reject pending_rej; /* taken from rejq, waiting for a window */
 	bool has_pending_rej;
+	/* giving up on a lost peer's frames: how far into the oldest one */
+	const void *abandon_frame;
+	size_t abandon_off;
 	bool drain_seen; /* finished a step after the drain began */
 	uint64_t hist[GW_HIST_BUCKETS]; /* frames by messages in them: 1, 2-3, 4-7, ... */
 	uint64_t now;

@@ -128,6 +128,54 @@ static void rejects_flush(struct gw_worker *w)
 	}
 }
 
+/*
+ * A peer that went down takes nothing more from this lane: each frame in
+ * flight to it is given up, oldest first, and each message in it goes back
+ * to its sender as a REJECT with -EHOSTDOWN (it may or may not have been
+ * delivered). REJECTs we owed the peer's own senders went down with them.
+ * A REJECT that finds no room yet keeps its place for the next step.
+ */
+static bool abandon(struct gw_worker *w)
+{
+	struct gw_gateway *g = w->g;
+	unsigned known = __atomic_load_n(&g->nknown, __ATOMIC_ACQUIRE);
+	bool work = false;
+	for (unsigned k = 0; k < known; k++) {
+		struct gw_peer *p = &g->peers[g->known[k]];
+		struct gw_lane_tx *tx = &p->tx[w->lane];
+		struct rte_mbuf *m;
+		while (!__atomic_load_n(&p->up, __ATOMIC_ACQUIRE) && (m = gw_lane_tx_oldest(tx))) {
+			if (w->abandon_frame != m) {
+				w->abandon_frame = m;
+				w->abandon_off = 0;
+			}
+			size_t len;
+			const uint8_t *pl = gw_wire_sealed_payload(rte_pktmbuf_mtod(m, uint8_t *), &len);
+			struct gw_rec r;
+			size_t off = w->abandon_off;
+			while (gw_wire_rec_next(pl, len, &off, &r) == 1) {
+				if (r.kind == GW_RK_MSG) {
+					struct gw_reject rj = {
+						.node = g->cfg->node_id, .src_chan = r.src_chan,
+						.dst_ep = r.dst_ep, .msg_id = r.msg_id, .err = -EHOSTDOWN,
+					};
+					if (reject_add(w, &rj) < 0)
+						return work; /* no room: from here next time */
+					w->st.reject_node_down++;
+				} else {
+					w->st.rejects_lost++;
+				}
+				w->abandon_off = off;
+			}
+			w->abandon_frame = NULL;
+			gw_lane_tx_abandon(tx);
+			w->st.abandoned_frames++;
+			work = true;
+		}
+	}
+	return work;
+}
+
 static void commands(struct gw_worker *w)
 {
 	struct gw_cmd cmd;
@@ -192,6 +240,7 @@ bool gw_worker_step(struct gw_worker *w)
 	commands(w);
 	work = acks(w);
 	rejects_flush(w);
+	work |= abandon(w);
 	if (!draining)
 		work |= gw_batch_pass(&w->batch, w->chans, w->nchans) > 0;
 	else

@@ -177,8 +177,17 @@ void gw_chan_notify(struct gw_chan *c);
 /* Map a region received from the gateway and check its layout. */
 int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx);
 
-/* Copy one message in; -EAGAIN when full, -EMSGSIZE when too big. */
-int gw_chan_send(struct gw_chan *c, uint16_t node, uint32_t ep, const void *buf, uint32_t len);
+/*
+ * Copy one message in, made of hlen bytes of hdr then blen of buf (one
+ * payload on the wire); -EAGAIN when full, -EMSGSIZE when too big.
+ */
+int gw_chan_send_hdr(struct gw_chan *c, uint16_t node, uint32_t ep, const void *hdr,
+		     uint32_t hlen, const void *buf, uint32_t blen);
+static inline int gw_chan_send(struct gw_chan *c, uint16_t node, uint32_t ep, const void *buf,
+			       uint32_t len)
+{
+	return gw_chan_send_hdr(c, node, ep, NULL, 0, buf, len);
+}
 
 /* Next received descriptor and its payload; -EAGAIN when empty. */
 int gw_chan_recv(struct gw_chan *c, struct gw_chan_desc *d, const uint8_t **data);

@@ -64,9 +64,11 @@ int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx)
 	return 0;
 }
 
-int gw_chan_send(struct gw_chan *c, uint16_t node, uint32_t ep, const void *buf, uint32_t len)
+int gw_chan_send_hdr(struct gw_chan *c, uint16_t node, uint32_t ep, const void *hdr,
+		     uint32_t hlen, const void *buf, uint32_t blen)
 {
-	if (len > c->msg_max)
+	uint32_t len = hlen + blen;
+	if (blen > c->msg_max || len > c->msg_max)
 		return -EMSGSIZE;
 	if (node >= GW_MAX_NODES)
 		return -EINVAL;
@@ -84,7 +86,10 @@ int gw_chan_send(struct gw_chan *c, uint16_t node, uint32_t ep, const void *buf,
 	struct gw_chan_desc d = {
 		.pos = c->head + pad, .len = (uint16_t)len, .node = node, .ep = ep,
 	};
-	memcpy(c->tx_arena + (d.pos & c->tx_mask), buf, len);
+	uint8_t *dst = c->tx_arena + (d.pos & c->tx_mask);
+	if (hlen)
+		memcpy(dst, hdr, hlen);
+	memcpy(dst + hlen, buf, blen);
 	if (rte_ring_sp_enqueue_elem(c->tx_ring, &d, sizeof(d)) != 0) {
 		/* The descriptor ring is full. Take the tail before trying once
 		 * more, so a wait on it cannot miss a consumption in between. */

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "gw_wire.h"
 
@@ -25,7 +26,24 @@ enum gw_ctl_op {
 	GW_CTL_HELLO = 1,      /* arg: GW_CTL_VERSION; reply arg: chan id, arg2: node id, fds */
 	GW_CTL_REGISTER = 2,   /* name; reply arg: endpoint id */
 	GW_CTL_UNREGISTER = 3, /* name */
+	GW_CTL_NODE = 4,       /* arg: first node id to look at; reply: the next node this
+				* gateway knows (itself included) at or after it: arg id,
+				* arg2 GW_CTL_NODE_* flags, name; -ENOENT past the last */
 };
+
+#define GW_CTL_NODE_UP 1u
+#define GW_CTL_NODE_SELF 2u
+
+/*
+ * Names starting with '~' are the library's own: "~call.<channel id>" is
+ * where the replies to a client's calls go, and only that client may
+ * register it.
+ */
+#define GW_CTL_RESERVED '~'
+static inline void gw_ctl_reply_ep_name(char *buf, size_t cap, uint32_t chan_id)
+{
+	snprintf(buf, cap, "~call.%u", chan_id);
+}
 
 struct gw_ctl_msg {
 	uint32_t op;

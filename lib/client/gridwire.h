@@ -10,6 +10,12 @@
  * this client registered, and reports messages of this client that could not
  * be delivered (kind GW_MSG_REJECT), so nothing is lost silently.
  *
+ * On top of messages, ecall's vocabulary (see "Services and calls" below):
+ * a client offers named services; others cast to them (one way) or call
+ * them (a reply, an error, or a timeout), one node or a list of nodes at
+ * a time (gw_cast_one ... gw_call_all_wait). Requests and replies are
+ * ordinary messages, so they are batched like everything else.
+ *
  * No DPDK runtime is needed: link with `pkg-config --libs gridwire`.
  * A gw_client is not thread-safe: use one per thread.
  *
@@ -23,6 +29,14 @@
  *   -ECONNREFUSED  no gateway listens on the socket
  *   -EACCES        this user may not use the gateway ([node] socket_mode/group)
  *   -EPIPE         the gateway went away or refused this client
+ * and for calls (as a return value or in a GW_MSG_REPLY's error):
+ *   -ENOENT        no such service (endpoint) on that node
+ *   -EHOSTUNREACH  badrpc: the node was not up when the request left
+ *   -EHOSTDOWN     badrpc: the node went down with the request in flight
+ *                  (it may or may not have run)
+ *   -EREMOTEIO     the handler failed; the reply data is its reason
+ *   -ENOBUFS       the service's ring was full and it did not drain it
+ *   -ETIMEDOUT     no answer within the call's timeout
  */
 #ifndef GRIDWIRE_H
 #define GRIDWIRE_H
@@ -37,19 +51,23 @@ extern "C" {
 struct gw_client;
 
 enum gw_msg_kind {
-	GW_MSG_DATA = 1,   /* a message for one of our endpoints */
-	GW_MSG_REJECT = 2, /* one of our sent messages was not delivered */
+	GW_MSG_DATA = 1,    /* a message for one of our endpoints */
+	GW_MSG_REJECT = 2,  /* one of our sent messages was not delivered */
+	GW_MSG_REQUEST = 3, /* a call to one of our services: answer with gw_reply() */
+	GW_MSG_CAST = 4,    /* a cast to one of our services: nothing to answer */
+	GW_MSG_REPLY = 5,   /* the outcome of one of our gw_call_start() calls */
 };
 
 struct gw_msg {
 	enum gw_msg_kind kind;
-	const void *data;  /* valid until the next gw_recv() on this client */
+	const void *data;  /* valid until the next gw_recv() (or gw_call*) on this client */
 	size_t len;
-	uint32_t endpoint; /* DATA: our endpoint it was sent to; REJECT: its target */
-	uint16_t node;     /* DATA: source node; REJECT: the node it was sent to */
-	uint16_t sender;   /* DATA: the sending client's channel on its node */
-	int error;         /* REJECT: why, as a negative errno */
+	uint32_t endpoint; /* DATA, REQUEST, CAST: our endpoint it was sent to; REJECT: its target */
+	uint16_t node;     /* DATA, REQUEST, CAST: source node; REJECT, REPLY: the node asked */
+	uint16_t sender;   /* DATA, REQUEST, CAST: the sending client's channel on its node */
+	int error;         /* REJECT: why; REPLY: 0 or why the call failed (see above) */
 	uint32_t msg_id;   /* REJECT: which send, counting from 0 per client */
+	uint32_t call_id;  /* REQUEST: the caller's call; REPLY: which of our calls */
 };
 
 /* Connect to the gateway listening on socket_path. */
@@ -91,6 +109,109 @@ int gw_send_id(struct gw_client *cl, uint16_t node, uint32_t endpoint_id, const 
  * sleeps on an eventfd, so it costs no CPU.
  */
 int gw_recv(struct gw_client *cl, struct gw_msg *m, int timeout_ms);
+
+/* --- nodes --- */
+
+struct gw_node_info {
+	uint16_t id;
+	int up;   /* reachable now (hellos heard within the peer timeout) */
+	int self; /* this gateway's own node */
+	char name[32];
+};
+
+/*
+ * The nodes this gateway knows (itself, configured peers and peers found
+ * by their hellos), in id order: up to max of them in out. Returns how
+ * many there are (which may be more than max).
+ */
+int gw_nodes(struct gw_client *cl, struct gw_node_info *out, unsigned max);
+
+/* --- services and calls ---
+ *
+ * A service is an endpoint whose messages are requests: gw_service()
+ * registers it, and gw_recv() hands out its requests as GW_MSG_REQUEST
+ * (answer each with gw_reply() or gw_reply_error()) or GW_MSG_CAST.
+ * Requests and replies carry an 8-byte header: their payloads can be at
+ * most gw_msg_max() - GW_CALL_HDR bytes.
+ *
+ * A call never waits for ever: each has a timeout (timeout_ms > 0) and
+ * fails with -EHOSTDOWN as soon as the gateway declares its node down
+ * (proto.peer_timeout_ms, 1 s by default). Calls to this client's own
+ * node never touch the wire.
+ *
+ * gw_call() waits for its reply; messages that arrive meanwhile are kept
+ * (in order) for gw_recv(), up to GW_CALL_KEEP of them, past which
+ * gw_call returns -ENOBUFS: receive them first. gw_call_start() returns
+ * at once and the outcome arrives through gw_recv() as a GW_MSG_REPLY, so
+ * one thread can have up to GW_CALLS_MAX calls in flight.
+ */
+#define GW_CALL_HDR 8
+#define GW_CALLS_MAX 4096
+#define GW_CALL_KEEP 65536
+
+int gw_service(struct gw_client *cl, const char *name);
+
+/* One way: 0 once it is in the channel (the timeout is for a full channel). */
+int gw_cast(struct gw_client *cl, uint16_t node, const char *service, const void *req,
+	    size_t len, int timeout_ms);
+
+/*
+ * Call and wait. On 0, reply->data/len is the answer. On -EREMOTEIO,
+ * reply->data/len is the handler's reason. timeout_ms must be > 0.
+ */
+int gw_call(struct gw_client *cl, uint16_t node, const char *service, const void *req,
+	    size_t len, int timeout_ms, struct gw_msg *reply);
+
+/* Call without waiting: *call_id names the GW_MSG_REPLY that will come. */
+int gw_call_start(struct gw_client *cl, uint16_t node, const char *service, const void *req,
+		  size_t len, int timeout_ms, uint32_t *call_id);
+
+/* Answer a GW_MSG_REQUEST: with a result, or with a failure and its reason. */
+int gw_reply(struct gw_client *cl, const struct gw_msg *req, const void *buf, size_t len);
+int gw_reply_error(struct gw_client *cl, const struct gw_msg *req, const char *reason);
+
+/* --- several nodes (ecall's patterns) ---
+ *
+ * Nodes that cannot be asked (badrpc: -EHOSTUNREACH, -EHOSTDOWN) are
+ * ignored unless flags has GW_BADRPC_ERRORS, which counts them as errors.
+ * A gw_result's data is the library's copy: free it with gw_results_free.
+ */
+#define GW_BADRPC_ERRORS 1u
+
+struct gw_result {
+	uint16_t node;
+	int error; /* 0, or as for gw_call (-EREMOTEIO: data is the reason) */
+	void *data;
+	size_t len;
+};
+void gw_results_free(struct gw_result *res, unsigned n);
+
+/* Cast to one node: this node if it is in the list, else the first one up
+ * from a random start. Returns the node chosen, or -EHOSTUNREACH. */
+int gw_cast_one(struct gw_client *cl, const uint16_t *nodes, unsigned n, const char *service,
+		const void *req, size_t len);
+/* Cast to every node. Returns how many took it, or the first error
+ * (badrpc only with GW_BADRPC_ERRORS). */
+int gw_cast_all(struct gw_client *cl, const uint16_t *nodes, unsigned n, const char *service,
+		const void *req, size_t len, unsigned flags);
+/* One node at a time, in list order, each with timeout_ms, until one
+ * answers ok: 0 and *res; else the last error (and *res holds it). */
+int gw_call_one(struct gw_client *cl, const uint16_t *nodes, unsigned n, const char *service,
+		const void *req, size_t len, int timeout_ms, unsigned flags,
+		struct gw_result *res);
+/* All at once; the first ok answer wins: 0 and *res, else the last error. */
+int gw_call_any(struct gw_client *cl, const uint16_t *nodes, unsigned n, const char *service,
+		const void *req, size_t len, int timeout_ms, unsigned flags,
+		struct gw_result *res);
+/* All at once; every node must answer ok. res[i] is node i's outcome.
+ * 0, or the first failing node's error. */
+int gw_call_all(struct gw_client *cl, const uint16_t *nodes, unsigned n, const char *service,
+		const void *req, size_t len, int timeout_ms, unsigned flags,
+		struct gw_result *res);
+/* All at once; every outcome in res[i]. Returns how many answered ok. */
+int gw_call_all_wait(struct gw_client *cl, const uint16_t *nodes, unsigned n,
+		     const char *service, const void *req, size_t len, int timeout_ms,
+		     struct gw_result *res);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,7 @@
 /* libgridwire: the client API over a gw_chan; see gridwire.h. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -9,19 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gridwire.h"
-#include "gw_chan.h"
+#include "gw_client_int.h"
 #include "gw_ctl.h"
-
-struct gw_client {
-	int sock;
-	uint16_t node;
-	struct gw_chan chan;
-	struct gw_chan_desc pending; /* handed out by gw_recv, released by the next */
-	int has_pending;
-	bool dead; /* the gateway closed our control socket */
-	int64_t alive_checked_ms;
-};
 
 /* One request, one reply; fds (up to 3) arrive with the reply. */
 static int ctl_call(int sock, struct gw_ctl_msg *m, int *fds, int nfds)
@@ -103,6 +93,7 @@ void gw_close(struct gw_client *cl)
 	cl->chan.hup_fd = -1;
 	close(cl->sock);
 	gw_chan_close(&cl->chan);
+	gw_call_fini(cl);
 	free(cl);
 }
 
@@ -148,7 +139,7 @@ uint32_t gw_endpoint_id(const char *endpoint)
 	return gw_ctl_ep_id(endpoint);
 }
 
-static int64_t now_ms(void)
+int64_t gw_client_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -164,7 +155,7 @@ static int gateway_alive(struct gw_client *cl)
 {
 	if (cl->dead)
 		return -EPIPE;
-	int64_t now = now_ms();
+	int64_t now = gw_client_now_ms();
 	if (now == cl->alive_checked_ms)
 		return 0;
 	cl->alive_checked_ms = now;
@@ -179,7 +170,7 @@ static int wait_chan(struct gw_client *cl, bool for_tx, int timeout_ms, int64_t 
 		return gateway_alive(cl) < 0 ? -EPIPE : -EAGAIN;
 	int left = -1;
 	if (timeout_ms > 0) {
-		int64_t l = timeout_ms - (now_ms() - start);
+		int64_t l = timeout_ms - (gw_client_now_ms() - start);
 		if (l <= 0)
 			return -ETIMEDOUT;
 		left = (int)l;
@@ -190,22 +181,29 @@ static int wait_chan(struct gw_client *cl, bool for_tx, int timeout_ms, int64_t 
 	return rc == -ETIMEDOUT && timeout_ms > 0 ? rc : (rc < 0 && rc != -ETIMEDOUT ? rc : 0);
 }
 
-int gw_send_id(struct gw_client *cl, uint16_t node, uint32_t endpoint_id, const void *buf,
-	       size_t len, int timeout_ms)
+int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void *hdr,
+		   size_t hlen, const void *buf, size_t len, int timeout_ms)
 {
-	if (len > cl->chan.msg_max)
+	if (len > cl->chan.msg_max || hlen + len > cl->chan.msg_max)
 		return -EMSGSIZE;
 	if (!gw_node_up(cl, node))
 		return node >= GW_MAX_NODES || node == 0 ? -EINVAL : -EHOSTUNREACH;
-	int64_t start = timeout_ms > 0 ? now_ms() : 0;
+	int64_t start = timeout_ms > 0 ? gw_client_now_ms() : 0;
 	for (;;) {
-		int rc = gw_chan_send(&cl->chan, node, endpoint_id, buf, (uint32_t)len);
+		int rc = gw_chan_send_hdr(&cl->chan, node, ep, hdr, (uint32_t)hlen, buf,
+					  (uint32_t)len);
 		if (rc != -EAGAIN)
 			return rc;
 		rc = wait_chan(cl, true, timeout_ms, start);
 		if (rc < 0)
 			return rc;
 	}
+}
+
+int gw_send_id(struct gw_client *cl, uint16_t node, uint32_t endpoint_id, const void *buf,
+	       size_t len, int timeout_ms)
+{
+	return gw_client_send(cl, node, endpoint_id, NULL, 0, buf, len, timeout_ms);
 }
 
 int gw_send(struct gw_client *cl, uint16_t node, const char *endpoint, const void *buf,
@@ -218,7 +216,7 @@ int gw_send(struct gw_client *cl, uint16_t node, const char *endpoint, const voi
 
 int gw_flush(struct gw_client *cl, int timeout_ms)
 {
-	int64_t start = timeout_ms > 0 ? now_ms() : 0;
+	int64_t start = timeout_ms > 0 ? gw_client_now_ms() : 0;
 	uint32_t tail;
 	while ((tail = __atomic_load_n(&cl->chan.shm->tx_tail, __ATOMIC_ACQUIRE)) != cl->chan.head) {
 		cl->chan.seen_tail = tail; /* the value just compared, not a newer one */
@@ -229,44 +227,63 @@ int gw_flush(struct gw_client *cl, int timeout_ms)
 	return 0;
 }
 
-int gw_recv(struct gw_client *cl, struct gw_msg *m, int timeout_ms)
+int gw_client_raw_recv(struct gw_client *cl, struct gw_chan_desc *d, const uint8_t **data,
+		       int64_t deadline_ms)
 {
 	if (cl->has_pending) {
 		gw_chan_recv_done(&cl->chan, &cl->pending);
 		cl->has_pending = 0;
 	}
-	int64_t start = timeout_ms > 0 ? now_ms() : 0;
-	const uint8_t *data;
 	int rc;
-	while ((rc = gw_chan_recv(&cl->chan, &cl->pending, &data)) == -EAGAIN) {
+	while ((rc = gw_chan_recv(&cl->chan, &cl->pending, data)) == -EAGAIN) {
 		/* Under load the next burst is microseconds away: a short spin
 		 * saves the eventfd round trip through the kernel. */
-		for (int i = 0; i < 256 && timeout_ms && !gw_chan_rx_ready(&cl->chan); i++)
+		for (int i = 0; i < 256 && deadline_ms && !gw_chan_rx_ready(&cl->chan); i++)
 			__builtin_ia32_pause();
 		if (gw_chan_rx_ready(&cl->chan))
 			continue;
-		rc = wait_chan(cl, false, timeout_ms, start);
-		if (rc < 0)
+		if (deadline_ms == 0)
+			return gateway_alive(cl) < 0 ? -EPIPE : -EAGAIN;
+		int left = -1;
+		if (deadline_ms > 0) {
+			int64_t l = deadline_ms - gw_client_now_ms();
+			if (l <= 0)
+				return -ETIMEDOUT;
+			left = (int)l;
+		}
+		rc = gw_chan_wait(&cl->chan, false, left);
+		if (rc == -EPIPE)
+			cl->dead = true;
+		if (rc < 0 && rc != -ETIMEDOUT)
 			return rc;
 	}
 	if (rc < 0)
 		return -EPIPE;
 	cl->has_pending = 1;
-	const struct gw_chan_desc *d = &cl->pending;
-	memset(m, 0, sizeof(*m));
-	m->endpoint = d->ep;
-	m->node = d->node;
-	m->sender = d->chan;
-	if (d->kind == GW_RK_REJECT && d->len >= sizeof(struct gw_chan_reject)) {
-		struct gw_chan_reject r;
-		memcpy(&r, data, sizeof(r));
-		m->kind = GW_MSG_REJECT;
-		m->error = r.err;
-		m->msg_id = r.msg_id;
-		return 0;
-	}
-	m->kind = GW_MSG_DATA;
-	m->data = data;
-	m->len = d->len;
+	*d = cl->pending;
 	return 0;
+}
+
+/* The nodes, one control request each (there are few). */
+int gw_nodes(struct gw_client *cl, struct gw_node_info *out, unsigned max)
+{
+	unsigned n = 0;
+	for (uint32_t next = 1; next < GW_MAX_NODES; n++) {
+		struct gw_ctl_msg m = { .op = GW_CTL_NODE, .arg = next };
+		int rc = ctl_call(cl->sock, &m, NULL, 0);
+		if (rc == -ENOENT)
+			break;
+		if (rc < 0)
+			return rc;
+		if (n < max) {
+			out[n] = (struct gw_node_info){
+				.id = (uint16_t)m.arg, .up = !!(m.arg2 & GW_CTL_NODE_UP),
+				.self = !!(m.arg2 & GW_CTL_NODE_SELF),
+			};
+			m.name[sizeof(m.name) - 1] = '\0';
+			snprintf(out[n].name, sizeof(out[n].name), "%s", m.name);
+		}
+		next = m.arg + 1;
+	}
+	return (int)n;
 }

@@ -184,6 +184,21 @@ int gw_lane_tx_ack(struct gw_lane_tx *tx, const struct gw_ack *ack, uint64_t now
 	return n;
 }
 
+void gw_lane_tx_abandon(struct gw_lane_tx *tx)
+{
+	struct gw_lane_slot *s = &tx->slots[tx->una & (tx->win - 1)];
+
+	if (tx->una == tx->nxt)
+		return;
+	tx->release(s->frame, tx->ctx);
+	s->frame = NULL;
+	tx->una++;
+	if (gw_seq_before(tx->sack_hi, tx->una))
+		tx->sack_hi = tx->una;
+	if (tx->una == tx->nxt)
+		tx->due_ns = UINT64_MAX;
+}
+
 unsigned gw_lane_tx_due(struct gw_lane_tx *tx, uint64_t now, void **out, unsigned max)
 {
 	/* The common case on every poll: nothing can be due yet. */

@@ -124,6 +124,19 @@ int gw_lane_tx_ack(struct gw_lane_tx *tx, const struct gw_ack *ack, uint64_t now
 unsigned gw_lane_tx_due(struct gw_lane_tx *tx, uint64_t now, void **out, unsigned max);
 
 /*
+ * Giving up on a peer that went down: the oldest frame in flight (NULL if
+ * none), and abandoning it (released, una moves past it). The caller tells
+ * the senders of its records first. If the peer comes back, the base of
+ * the next frame makes it skip the abandoned ones, so nothing arrives
+ * after its sender was told it did not.
+ */
+static inline void *gw_lane_tx_oldest(const struct gw_lane_tx *tx)
+{
+	return tx->una != tx->nxt ? tx->slots[tx->una & (tx->win - 1)].frame : NULL;
+}
+void gw_lane_tx_abandon(struct gw_lane_tx *tx);
+
+/*
  * Earliest time at which gw_lane_tx_due may return something (UINT64_MAX if
  * idle). Exact after gw_lane_tx_due; acks leave it a lower bound (one that
  * leaves holes sets it to the ack's time), so waking at it may find nothing

@@ -197,6 +197,12 @@ uint32_t gw_wire_base(const uint8_t *frame)
 	return get_le32(frame + GW_OUTER_HLEN + GH_BASE);
 }
 
+const uint8_t *gw_wire_sealed_payload(const uint8_t *frame, size_t *len)
+{
+	*len = get_le32(frame + GW_OUTER_HLEN + GH_LEN);
+	return frame + GW_FRAME_MIN;
+}
+
 void gw_wire_restamp_base(uint8_t *frame, uint32_t base)
 {
 	uint8_t *gh = frame + GW_OUTER_HLEN;

@@ -113,6 +113,9 @@ size_t gw_wire_seal(uint8_t *frame, const struct gw_addr *src, const struct gw_a
  * that restarted meanwhile would wait for frames already released.
  */
 uint32_t gw_wire_base(const uint8_t *frame);
+/* The payload of a frame this node sealed, and its length (no checks: the
+ * frame is our own, e.g. one a lane gives up). */
+const uint8_t *gw_wire_sealed_payload(const uint8_t *frame, size_t *len);
 /* Set the IP total length (and the UDP length and IP checksum that follow
  * from it), for a trailer added or taken off after the payload. */
 void gw_wire_set_ip_len(uint8_t *frame, uint16_t ip_len);

@@ -364,6 +364,57 @@ static void test_tx_fini_releases(void)
 	CU_ASSERT_PTR_NULL(tx.slots);
 }
 
+/* A peer went down: frames are given up oldest first, and a receiver that
+ * comes back skips them (even one it held) and takes the next frame. */
+static void test_tx_abandon(void)
+{
+	struct gw_lane_tx tx;
+	struct gw_lane_rx rx;
+	struct relog l = { 0 }, rl = { 0 };
+
+	CU_ASSERT_EQUAL_FATAL(gw_lane_tx_init(&tx, 4, EPOCH, 100, 1000, relog_release, &l), 0);
+	CU_ASSERT_EQUAL_FATAL(gw_lane_rx_init(&rx, 4, relog_release, &rl), 0);
+	CU_ASSERT_PTR_NULL(gw_lane_tx_oldest(&tx));
+	gw_lane_tx_abandon(&tx); /* nothing in flight: nothing happens */
+	CU_ASSERT_EQUAL(tx.una, 0);
+	for (unsigned i = 0; i < 3; i++)
+		gw_lane_tx_push(&tx, H(i + 1), 0);
+	/* The receiver holds seq 1 only, waiting for 0. */
+	struct gw_hdr h = data_hdr(EPOCH, 1, 0);
+	CU_ASSERT_EQUAL(gw_lane_rx_accept(&rx, &h, H(11)), GW_RX_STORED);
+
+	CU_ASSERT_PTR_EQUAL(gw_lane_tx_oldest(&tx), H(1));
+	gw_lane_tx_abandon(&tx);
+	CU_ASSERT_PTR_EQUAL(gw_lane_tx_oldest(&tx), H(2));
+	gw_lane_tx_abandon(&tx);
+	CU_ASSERT_EQUAL(tx.una, 2);
+	CU_ASSERT_EQUAL(gw_lane_tx_inflight(&tx), 1);
+	CU_ASSERT_EQUAL_FATAL(l.n, 2);
+	CU_ASSERT_EQUAL(l.id[0], 1);
+	CU_ASSERT_EQUAL(l.id[1], 2);
+	/* The last frame is not due any earlier for it. */
+	void *due[4];
+	CU_ASSERT_EQUAL(gw_lane_tx_due(&tx, 50, due, 4), 0);
+	gw_lane_tx_abandon(&tx);
+	CU_ASSERT_EQUAL(gw_lane_tx_inflight(&tx), 0);
+	CU_ASSERT_EQUAL(gw_lane_tx_next_deadline(&tx), UINT64_MAX);
+
+	/* The next frame carries base 3: the held seq 1 is dropped, not delivered. */
+	gw_lane_tx_push(&tx, H(4), 10);
+	h = data_hdr(EPOCH, 3, tx.una);
+	CU_ASSERT_EQUAL(gw_lane_rx_accept(&rx, &h, H(14)), GW_RX_STORED);
+	CU_ASSERT_PTR_EQUAL(gw_lane_rx_head(&rx), H(14));
+	CU_ASSERT_EQUAL_FATAL(rl.n, 1);
+	CU_ASSERT_EQUAL(rl.id[0], 11);
+	struct gw_ack a;
+	gw_lane_rx_pop(&rx);
+	gw_lane_rx_ack(&rx, &a);
+	CU_ASSERT_EQUAL(gw_lane_tx_ack(&tx, &a, 20), 1);
+	CU_ASSERT_EQUAL(l.n, 4);
+	gw_lane_tx_fini(&tx);
+	gw_lane_rx_fini(&rx);
+}
+
 static void test_rx_dup(void)
 {
 	struct gw_lane_rx rx;
@@ -1140,6 +1191,7 @@ static const struct gw_test_case cases[] = {
 	{ "sack-revealed holes retransmitted once per progress", test_sack_hole },
 	{ "sack bits past nxt ignored", test_sack_past_nxt },
 	{ "tx fini releases in-flight frames", test_tx_fini_releases },
+	{ "tx abandon: peer lost, receiver skips", test_tx_abandon },
 	{ "rx duplicate suppression", test_rx_dup },
 	{ "rx beyond window", test_rx_beyond },
 	{ "rx ack bitmap", test_rx_ack_bitmap },

@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * libgridwire: services and calls over plain messages; see gridwire.h.
+ *
+ * A request is a message to the service's endpoint with an 8-byte header
+ * (type, call id) in front; its reply is a message back to the caller's
+ * own endpoint "~call.<channel>" (which the gateway lets no other client
+ * take), with the same call id. So both legs ride the batched path and
+ * the gateway knows nothing of calls. The caller keeps a table of calls
+ * in flight: a reply, a REJECT of the request (by its message number), a
+ * node going down or the deadline ends a call, whichever comes first;
+ * anything for it after that is dropped.
+ *
+ * gw_recv() hands out, in this order: messages kept while gw_call()
+ * waited, outcomes made up here (timeouts, nodes down), then the ring.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gw_client_int.h"
+#include "gw_ctl.h"
+
+enum gw_call_type {
+	GW_CT_CAST = 1,
+	GW_CT_CALL = 2,
+	GW_CT_OK = 3,
+	GW_CT_FAIL = 4, /* the handler failed: the payload is its reason */
+};
+
+#define GW_CALL_MAGIC 0xc7
+
+struct gw_call_hdr {
+	uint8_t magic, type;
+	uint16_t rsv;
+	uint32_t call_id;
+};
+_Static_assert(sizeof(struct gw_call_hdr) == GW_CALL_HDR, "call header size");
+
+#define GW_SLOT_BITS 12
+_Static_assert(GW_CALLS_MAX == 1u << GW_SLOT_BITS, "call ids carry the slot");
+
+/* --- kept messages --- */
+
+static void kept_push(struct gw_kept_queue *q, struct gw_kept *k)
+{
+	k->next = NULL;
+	if (q->tail)
+		q->tail->next = k;
+	else
+		q->head = k;
+	q->tail = k;
+	q->n++;
+}
+
+static struct gw_kept *kept_pop(struct gw_kept_queue *q)
+{
+	struct gw_kept *k = q->head;
+	if (k) {
+		q->head = k->next;
+		if (!q->head)
+			q->tail = NULL;
+		q->n--;
+	}
+	return k;
+}
+
+/* A copy of m (and its data) that outlives the ring. */
+static struct gw_kept *kept_copy(const struct gw_msg *m)
+{
+	struct gw_kept *k = malloc(sizeof(*k) + m->len);
+	if (!k)
+		return NULL;
+	k->m = *m;
+	if (m->len)
+		memcpy(k->data, m->data, m->len);
+	k->m.data = k->data;
+	return k;
+}
+
+static void kept_free_all(struct gw_kept_queue *q)
+{
+	struct gw_kept *k;
+	while ((k = kept_pop(q)))
+		free(k);
+}
+
+/* --- the call table --- */
+
+static int calls_init(struct gw_client *cl)
+{
+	if (cl->calls)
+		return 0;
+	char name[GW_NAME_MAX];
+	gw_ctl_reply_ep_name(name, sizeof(name), cl->chan.chan_id);
+	int rc = gw_register(cl, name);
+	if (rc < 0)
+		return rc;
+	cl->calls = calloc(GW_CALLS_MAX, sizeof(*cl->calls));
+	cl->free_slots = malloc(GW_CALLS_MAX * sizeof(*cl->free_slots));
+	if (!cl->calls || !cl->free_slots) {
+		free(cl->calls);
+		free(cl->free_slots);
+		cl->calls = NULL;
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < GW_CALLS_MAX; i++)
+		cl->free_slots[i] = GW_CALLS_MAX - 1 - i;
+	cl->nfree = GW_CALLS_MAX;
+	cl->reply_ep = gw_ctl_ep_id(name);
+	cl->next_deadline_ms = INT64_MAX;
+	memcpy(cl->nodes_seen, (const void *)cl->chan.shm->nodes_up, sizeof(cl->nodes_seen));
+	return 0;
+}
+
+void gw_call_fini(struct gw_client *cl)
+{
+	kept_free_all(&cl->kept);
+	kept_free_all(&cl->due);
+	free(cl->current);
+	free(cl->calls);
+	free(cl->free_slots);
+}
+
+static struct gw_call_slot *slot_of(struct gw_client *cl, uint32_t id)
+{
+	if (!cl->calls || id == 0)
+		return NULL;
+	struct gw_call_slot *s = &cl->calls[id & (GW_CALLS_MAX - 1)];
+	return s->id == id ? s : NULL;
+}
+
+static void slot_free(struct gw_client *cl, struct gw_call_slot *s)
+{
+	s->id = 0;
+	cl->free_slots[cl->nfree++] = (uint32_t)(s - cl->calls);
+	cl->ncalls--;
+}
+
+/* The call ends with error (no data): its outcome joins the due queue. */
+static void call_fail(struct gw_client *cl, struct gw_call_slot *s, int error)
+{
+	struct gw_kept *k = calloc(1, sizeof(*k));
+	if (!k)
+		return; /* the deadline will tell it */
+	k->m.kind = GW_MSG_REPLY;
+	k->m.node = s->node;
+	k->m.error = error;
+	k->m.call_id = s->id;
+	kept_push(&cl->due, k);
+	s->told = true;
+}
+
+void gw_call_forget(struct gw_client *cl, uint32_t id)
+{
+	struct gw_call_slot *s = slot_of(cl, id);
+	if (s)
+		s->told = true;
+}
+
+/* Calls past their deadline, and calls to nodes that went down. */
+static void calls_check(struct gw_client *cl, int64_t now)
+{
+	uint64_t lost[GW_MAX_NODES / 64], any = 0;
+	for (unsigned w = 0; w < GW_MAX_NODES / 64; w++) {
+		uint64_t up = __atomic_load_n(&cl->chan.shm->nodes_up[w], __ATOMIC_ACQUIRE);
+		lost[w] = cl->nodes_seen[w] & ~up;
+		cl->nodes_seen[w] = up;
+		any |= lost[w];
+	}
+	if (!any && now < cl->next_deadline_ms)
+		return;
+	int64_t next = INT64_MAX;
+	for (unsigned i = 0; i < GW_CALLS_MAX && cl->ncalls; i++) {
+		struct gw_call_slot *s = &cl->calls[i];
+		if (!s->id)
+			continue;
+		if (now >= s->deadline_ms) {
+			if (!s->told)
+				call_fail(cl, s, -ETIMEDOUT);
+			slot_free(cl, s);
+			continue;
+		}
+		if (!s->told && (lost[s->node / 64] >> (s->node % 64) & 1))
+			call_fail(cl, s, -EHOSTDOWN); /* kept until its deadline, to catch stragglers */
+		if (s->deadline_ms < next)
+			next = s->deadline_ms;
+	}
+	cl->next_deadline_ms = next;
+}
+
+/* --- turning channel messages into events --- */
+
+static bool is_service(const struct gw_client *cl, uint32_t ep)
+{
+	for (unsigned i = 0; i < cl->nservices; i++)
+		if (cl->services[i] == ep)
+			return true;
+	return false;
+}
+
+/*
+ * Fill m from one channel message. false when the message was ours to
+ * absorb (an outcome for a call that already has one).
+ */
+static bool translate(struct gw_client *cl, const struct gw_chan_desc *d, const uint8_t *data,
+		      struct gw_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->endpoint = d->ep;
+	m->node = d->node;
+	m->sender = d->chan;
+	if (d->kind == GW_RK_REJECT && d->len >= sizeof(struct gw_chan_reject)) {
+		struct gw_chan_reject r;
+		memcpy(&r, data, sizeof(r));
+		m->error = r.err;
+		m->msg_id = r.msg_id;
+		for (unsigned i = 0; cl->calls && cl->ncalls && i < GW_CALLS_MAX; i++) {
+			struct gw_call_slot *s = &cl->calls[i];
+			if (!s->id || s->msg_id != r.msg_id)
+				continue;
+			bool told = s->told;
+			m->kind = GW_MSG_REPLY;
+			m->call_id = s->id;
+			slot_free(cl, s);
+			return !told;
+		}
+		m->kind = GW_MSG_REJECT;
+		return true;
+	}
+	m->kind = GW_MSG_DATA;
+	m->data = data;
+	m->len = d->len;
+	struct gw_call_hdr h;
+	if (d->len < sizeof(h))
+		return true;
+	memcpy(&h, data, sizeof(h));
+	if (h.magic != GW_CALL_MAGIC)
+		return true;
+	if (d->ep == cl->reply_ep && cl->reply_ep && (h.type == GW_CT_OK || h.type == GW_CT_FAIL)) {
+		struct gw_call_slot *s = slot_of(cl, h.call_id);
+		if (!s) {
+			cl->late_replies++;
+			return false;
+		}
+		bool told = s->told;
+		slot_free(cl, s);
+		if (told)
+			return false;
+		m->kind = GW_MSG_REPLY;
+		m->call_id = h.call_id;
+		m->error = h.type == GW_CT_OK ? 0 : -EREMOTEIO;
+	} else if (is_service(cl, d->ep) && (h.type == GW_CT_CALL || h.type == GW_CT_CAST)) {
+		m->kind = h.type == GW_CT_CALL ? GW_MSG_REQUEST : GW_MSG_CAST;
+		m->call_id = h.call_id;
+	} else {
+		return true; /* a plain message that happens to look like one */
+	}
+	m->data = data + sizeof(h);
+	m->len = d->len - sizeof(h);
+	return true;
+}
+
+/*
+ * The next event not kept for later: a made-up outcome, or the next
+ * message from the ring (valid until the next call). Waits until
+ * deadline_ms (0 polls, -1 for ever), but wakes for call deadlines.
+ */
+static int next_event(struct gw_client *cl, struct gw_msg *m, int64_t deadline_ms)
+{
+	for (;;) {
+		if (cl->current) {
+			free(cl->current);
+			cl->current = NULL;
+		}
+		int64_t now = gw_client_now_ms();
+		if (cl->ncalls)
+			calls_check(cl, now);
+		struct gw_kept *k = kept_pop(&cl->due);
+		if (k) {
+			cl->current = k;
+			*m = k->m;
+			return 0;
+		}
+		if (deadline_ms > 0 && now >= deadline_ms)
+			return -ETIMEDOUT;
+		int64_t until = deadline_ms;
+		if (cl->ncalls) {
+			/* Wake for the next deadline, and now and then to look at
+			 * the nodes (a node going down wakes us, but racily). */
+			int64_t wake = cl->next_deadline_ms < now + 100 ? cl->next_deadline_ms : now + 100;
+			if (until < 0 || wake < until)
+				until = wake > now ? wake : now;
+		}
+		struct gw_chan_desc d;
+		const uint8_t *data;
+		int rc = gw_client_raw_recv(cl, &d, &data, until);
+		if (rc == -ETIMEDOUT)
+			continue;
+		if (rc < 0)
+			return rc;
+		if (translate(cl, &d, data, m))
+			return 0;
+	}
+}
+
+int gw_recv(struct gw_client *cl, struct gw_msg *m, int timeout_ms)
+{
+	if (cl->current) {
+		free(cl->current);
+		cl->current = NULL;
+	}
+	struct gw_kept *k = kept_pop(&cl->kept);
+	if (k) {
+		cl->current = k;
+		*m = k->m;
+		return 0;
+	}
+	int64_t deadline = timeout_ms < 0 ? -1 : timeout_ms == 0 ? 0 : gw_client_now_ms() + timeout_ms;
+	int rc = next_event(cl, m, deadline);
+	return rc == -ETIMEDOUT && timeout_ms == 0 ? -EAGAIN : rc;
+}
+
+int gw_call_next_outcome(struct gw_client *cl, const uint32_t *ids, unsigned n, struct gw_msg *m)
+{
+	for (;;) {
+		if (cl->kept.n >= GW_CALL_KEEP)
+			return -ENOBUFS;
+		int rc = next_event(cl, m, -1);
+		if (rc < 0)
+			return rc;
+		if (m->kind == GW_MSG_REPLY)
+			for (unsigned i = 0; i < n; i++)
+				if (ids[i] && ids[i] == m->call_id)
+					return (int)i;
+		struct gw_kept *k = kept_copy(m);
+		if (!k)
+			return -ENOMEM;
+		kept_push(&cl->kept, k);
+	}
+}
+
+/* --- the API --- */
+
+int gw_service(struct gw_client *cl, const char *name)
+{
+	if (!name || !gw_ctl_name_ok(name, GW_NAME_MAX))
+		return -EINVAL;
+	uint32_t ep = gw_ctl_ep_id(name);
+	if (is_service(cl, ep))
+		return 0;
+	if (cl->nservices == GW_SERVICES_MAX)
+		return -ENOSPC;
+	int rc = gw_register(cl, name);
+	if (rc == 0)
+		cl->services[cl->nservices++] = ep;
+	return rc;
+}
+
+int gw_cast(struct gw_client *cl, uint16_t node, const char *service, const void *req,
+	    size_t len, int timeout_ms)
+{
+	if (!service || !gw_ctl_name_ok(service, GW_NAME_MAX))
+		return -EINVAL;
+	struct gw_call_hdr h = { .magic = GW_CALL_MAGIC, .type = GW_CT_CAST };
+	return gw_client_send(cl, node, gw_ctl_ep_id(service), &h, sizeof(h), req, len,
+			      timeout_ms);
+}
+
+int gw_call_start(struct gw_client *cl, uint16_t node, const char *service, const void *req,
+		  size_t len, int timeout_ms, uint32_t *call_id)
+{
+	if (!service || !gw_ctl_name_ok(service, GW_NAME_MAX) || timeout_ms <= 0)
+		return -EINVAL;
+	int rc = calls_init(cl);
+	if (rc < 0)
+		return rc;
+	if (cl->nfree == 0)
+		return -EBUSY;
+	int64_t now = gw_client_now_ms();
+	uint32_t slot = cl->free_slots[cl->nfree - 1];
+	struct gw_call_slot *s = &cl->calls[slot];
+	/* A new id per use of the slot, never 0: stale replies do not match. */
+	uint32_t gen = s->gen + 1 < 1u << (32 - GW_SLOT_BITS) ? s->gen + 1 : 1;
+	uint32_t id = gen << GW_SLOT_BITS | slot;
+	struct gw_call_hdr h = { .magic = GW_CALL_MAGIC, .type = GW_CT_CALL, .call_id = id };
+	uint32_t msg_id = cl->chan.msgs;
+	rc = gw_client_send(cl, node, gw_ctl_ep_id(service), &h, sizeof(h), req, len, timeout_ms);
+	if (rc < 0)
+		return rc;
+	cl->nfree--;
+	cl->ncalls++;
+	*s = (struct gw_call_slot){
+		.id = id, .gen = gen, .msg_id = msg_id, .deadline_ms = now + timeout_ms, .node = node,
+	};
+	if (s->deadline_ms < cl->next_deadline_ms)
+		cl->next_deadline_ms = s->deadline_ms;
+	*call_id = id;
+	return 0;
+}
+
+int gw_call(struct gw_client *cl, uint16_t node, const char *service, const void *req,
+	    size_t len, int timeout_ms, struct gw_msg *reply)
+{
+	uint32_t id;
+	int rc = gw_call_start(cl, node, service, req, len, timeout_ms, &id);
+	if (rc < 0)
+		return rc;
+	rc = gw_call_next_outcome(cl, &id, 1, reply);
+	if (rc < 0) {
+		gw_call_forget(cl, id);
+		return rc;
+	}
+	return reply->error;
+}
+
+static int reply_send(struct gw_client *cl, const struct gw_msg *req, uint8_t type,
+		      const void *buf, size_t len)
+{
+	if (!req || req->kind != GW_MSG_REQUEST)
+		return -EINVAL;
+	char name[GW_NAME_MAX];
+	gw_ctl_reply_ep_name(name, sizeof(name), req->sender);
+	struct gw_call_hdr h = { .magic = GW_CALL_MAGIC, .type = type, .call_id = req->call_id };
+	return gw_client_send(cl, req->node, gw_ctl_ep_id(name), &h, sizeof(h), buf, len, -1);
+}
+
+int gw_reply(struct gw_client *cl, const struct gw_msg *req, const void *buf, size_t len)
+{
+	return reply_send(cl, req, GW_CT_OK, buf, len);
+}
+
+int gw_reply_error(struct gw_client *cl, const struct gw_msg *req, const char *reason)
+{
+	return reply_send(cl, req, GW_CT_FAIL, reason ? reason : "", reason ? strlen(reason) : 0);
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * libgridwire internals shared by its files: gw_client.c (connection,
+ * send, raw receive, nodes), gw_call.c (services, calls, the event
+ * queue behind gw_recv) and gw_multi.c (the multi-node patterns).
+ */
+#ifndef GW_CLIENT_INT_H
+#define GW_CLIENT_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gridwire.h"
+#include "gw_chan.h"
+
+#define GW_SERVICES_MAX 64
+
+/* An outcome kept for later: a message gw_call() passed over, or a
+ * timeout or failure made up by the library. */
+struct gw_kept {
+	struct gw_kept *next;
+	struct gw_msg m;
+	uint8_t data[];
+};
+
+struct gw_kept_queue {
+	struct gw_kept *head, *tail;
+	unsigned n;
+};
+
+struct gw_call_slot {
+	uint32_t id;         /* 0: free */
+	uint32_t gen;        /* uses of this slot, the high bits of its ids */
+	uint32_t msg_id;     /* of the request, to match a REJECT of it */
+	int64_t deadline_ms;
+	uint16_t node;
+	bool told;           /* the caller has its outcome; what else comes is dropped */
+};
+
+struct gw_client {
+	int sock;
+	uint16_t node;
+	struct gw_chan chan;
+	struct gw_chan_desc pending; /* handed out by the raw receive, released by the next */
+	int has_pending;
+	bool dead; /* the gateway closed our control socket */
+	int64_t alive_checked_ms;
+	/* services and calls (gw_call.c); the tables come with the first call */
+	uint32_t services[GW_SERVICES_MAX];
+	unsigned nservices;
+	uint32_t reply_ep; /* "~call.<channel>", where our calls' replies go */
+	struct gw_call_slot *calls; /* GW_CALLS_MAX */
+	uint32_t *free_slots;
+	unsigned nfree, ncalls;
+	int64_t next_deadline_ms; /* no call is due before this */
+	uint64_t nodes_seen[GW_MAX_NODES / 64]; /* nodes up at the last look */
+	struct gw_kept_queue kept; /* for gw_recv, in arrival order */
+	struct gw_kept_queue due;  /* made-up outcomes, before the ring */
+	struct gw_kept *current;   /* handed out by gw_recv, freed by the next */
+	uint64_t late_replies;
+};
+
+int64_t gw_client_now_ms(void);
+
+/*
+ * The next message from the channel, waiting until deadline_ms (a
+ * gw_client_now_ms() value; 0 polls, -1 waits for ever): 0 with *d and
+ * *data (valid until the next call), -ETIMEDOUT/-EAGAIN when nothing
+ * came, -EPIPE when the gateway has gone.
+ */
+int gw_client_raw_recv(struct gw_client *cl, struct gw_chan_desc *d, const uint8_t **data,
+		       int64_t deadline_ms);
+
+/* Send hdr + buf as one message; timeout_ms as for gw_send. */
+int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void *hdr,
+		   size_t hlen, const void *buf, size_t len, int timeout_ms);
+
+/* gw_call.c, for gw_multi.c: the next outcome of one of the n calls in
+ * ids (0 entries are skipped), waiting as long as their timeouts allow:
+ * its index, with the GW_MSG_REPLY in *m, or -ENOBUFS/-EPIPE. */
+int gw_call_next_outcome(struct gw_client *cl, const uint32_t *ids, unsigned n,
+			 struct gw_msg *m);
+/* Free what the call layer holds (gw_close). */
+void gw_call_fini(struct gw_client *cl);
+/* The caller no longer wants the outcome of call id. */
+void gw_call_forget(struct gw_client *cl, uint32_t id);
+
+#endif

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * libgridwire: ecall's multi-node patterns over gw_call_start; see
+ * gridwire.h. Each pattern starts its calls, then takes outcomes as they
+ * come (gw_call_next_outcome keeps anything else for gw_recv) and decides
+ * by its policy; calls whose outcome no longer matters are forgotten, so
+ * their late replies are dropped rather than handed to the caller.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gw_client_int.h"
+
+static bool badrpc(int error)
+{
+	return error == -EHOSTUNREACH || error == -EHOSTDOWN;
+}
+
+/* An error that decides the outcome under flags (badrpc only if asked). */
+static bool counts(int error, unsigned flags)
+{
+	return error && (!badrpc(error) || (flags & GW_BADRPC_ERRORS));
+}
+
+static void result_set(struct gw_result *r, uint16_t node, int error, const struct gw_msg *m)
+{
+	r->node = node;
+	r->error = error;
+	r->data = NULL;
+	r->len = 0;
+	if (m && m->len && (r->data = malloc(m->len))) {
+		memcpy(r->data, m->data, m->len);
+		r->len = m->len;
+	}
+}
+
+void gw_results_free(struct gw_result *res, unsigned n)
+{
+	for (unsigned i = 0; res && i < n; i++) {
+		free(res[i].data);
+		res[i].data = NULL;
+		res[i].len = 0;
+	}
+}
+
+int gw_cast_one(struct gw_client *cl, const uint16_t *nodes, unsigned n, const char *service,
+		const void *req, size_t len)
+{
+	if (!nodes || n == 0)
+		return -EINVAL;
+	uint16_t self = gw_local_node(cl);
+	for (unsigned i = 0; i < n; i++) {
+		if (nodes[i] == self) {
+			int rc = gw_cast(cl, self, service, req, len, -1);
+			return rc < 0 ? rc : self;
+		}
+	}
+	unsigned start = (unsigned)random() % n;
+	int rc = -EHOSTUNREACH;
+	for (unsigned i = 0; i < n; i++) {
+		uint16_t node = nodes[(start + i) % n];
+		if (!gw_node_up(cl, node))
+			continue;
+		rc = gw_cast(cl, node, service, req, len, -1);
+		if (rc == 0)
+			return node;
+		if (!badrpc(rc))
+			return rc;
+	}
+	return rc;
+}
+
+int gw_cast_all(struct gw_client *cl, const uint16_t *nodes, unsigned n, const char *service,
+		const void *req, size_t len, unsigned flags)
+{
+	int ok = 0, first = 0;
+	for (unsigned i = 0; i < n; i++) {
+		int rc = gw_cast(cl, nodes[i], service, req, len, -1);
+		if (rc == 0)
+			ok++;
+		else if (!first && counts(rc, flags))
+			first = rc;
+	}
+	return first ? first : ok;
+}
+
+int gw_call_one(struct gw_client *cl, const uint16_t *nodes, unsigned n, const char *service,
+		const void *req, size_t len, int timeout_ms, unsigned flags,
+		struct gw_result *res)
+{
+	int last = -EHOSTUNREACH;
+	result_set(res, 0, last, NULL);
+	for (unsigned i = 0; i < n; i++) {
+		struct gw_msg m;
+		int rc = gw_call(cl, nodes[i], service, req, len, timeout_ms, &m);
+		if (rc == -ENOBUFS || rc == -EPIPE || rc == -EINVAL)
+			return rc;
+		/* A badrpc is only the answer when nothing better came. */
+		if (rc == 0 || counts(rc, flags) || badrpc(last)) {
+			gw_results_free(res, 1);
+			result_set(res, nodes[i], rc, rc == 0 || rc == -EREMOTEIO ? &m : NULL);
+			last = rc;
+		}
+		if (rc == 0)
+			return 0;
+	}
+	return last;
+}
+
+/* Start a call to every node; ids[i] = 0 where it could not start (res[i] says why). */
+static int start_all(struct gw_client *cl, const uint16_t *nodes, unsigned n,
+		     const char *service, const void *req, size_t len, int timeout_ms,
+		     uint32_t *ids, struct gw_result *res, unsigned *pending)
+{
+	*pending = 0;
+	for (unsigned i = 0; i < n; i++) {
+		ids[i] = 0;
+		int rc = gw_call_start(cl, nodes[i], service, req, len, timeout_ms, &ids[i]);
+		if (rc == -EINVAL || rc == -EPIPE) {
+			for (unsigned k = 0; k < i; k++)
+				gw_call_forget(cl, ids[k]);
+			return rc;
+		}
+		result_set(&res[i], nodes[i], rc, NULL);
+		*pending += rc == 0;
+	}
+	return 0;
+}
+
+/*
+ * The common engine of call_any, call_all and call_all_wait: calls to
+ * every node at once, outcomes into res[i] as they come, until all are in
+ * or stop_on_ok and one answered ok (its index is returned). Returns n
+ * when all are in, or a negative errno.
+ */
+static int call_each(struct gw_client *cl, const uint16_t *nodes, unsigned n,
+		     const char *service, const void *req, size_t len, int timeout_ms,
+		     struct gw_result *res, bool stop_on_ok)
+{
+	if (!nodes || n == 0 || !res)
+		return -EINVAL;
+	uint32_t *ids = calloc(n, sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	unsigned pending;
+	int rc = start_all(cl, nodes, n, service, req, len, timeout_ms, ids, res, &pending);
+	int ret = (int)n;
+	while (rc == 0 && pending) {
+		struct gw_msg m;
+		int i = gw_call_next_outcome(cl, ids, n, &m);
+		if (i < 0) {
+			rc = i;
+			break;
+		}
+		ids[i] = 0;
+		pending--;
+		result_set(&res[i], nodes[i], m.error, m.error == 0 || m.error == -EREMOTEIO ? &m : NULL);
+		if (stop_on_ok && m.error == 0) {
+			ret = i;
+			break;
+		}
+	}
+	for (unsigned i = 0; i < n; i++)
+		gw_call_forget(cl, ids[i]);
+	free(ids);
+	return rc < 0 ? rc : ret;
+}
+
+int gw_call_any(struct gw_client *cl, const uint16_t *nodes, unsigned n, const char *service,
+		const void *req, size_t len, int timeout_ms, unsigned flags,
+		struct gw_result *res)
+{
+	struct gw_result *all = calloc(n ? n : 1, sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	int rc = call_each(cl, nodes, n, service, req, len, timeout_ms, all, true);
+	if (rc >= 0 && (unsigned)rc < n) {
+		*res = all[rc];
+		all[rc].data = NULL;
+		rc = 0;
+	} else if (rc >= 0) {
+		/* No ok: the last error that counts, else the last badrpc. */
+		int pick = (int)n - 1;
+		for (int i = (int)n - 1; i >= 0; i--)
+			if (counts(all[i].error, flags)) {
+				pick = i;
+				break;
+			}
+		*res = all[pick];
+		all[pick].data = NULL;
+		rc = res->error;
+	}
+	gw_results_free(all, n);
+	free(all);
+	return rc;
+}
+
+int gw_call_all(struct gw_client *cl, const uint16_t *nodes, unsigned n, const char *service,
+		const void *req, size_t len, int timeout_ms, unsigned flags,
+		struct gw_result *res)
+{
+	int rc = call_each(cl, nodes, n, service, req, len, timeout_ms, res, false);
+	if (rc < 0)
+		return rc;
+	unsigned ok = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (counts(res[i].error, flags))
+			return res[i].error;
+		ok += res[i].error == 0;
+	}
+	/* Ignoring badrpc does not make "nobody could be asked" a success. */
+	return ok ? 0 : res[n - 1].error;
+}
+
+int gw_call_all_wait(struct gw_client *cl, const uint16_t *nodes, unsigned n,
+		     const char *service, const void *req, size_t len, int timeout_ms,
+		     struct gw_result *res)
+{
+	int rc = call_each(cl, nodes, n, service, req, len, timeout_ms, res, false);
+	if (rc < 0)
+		return rc;
+	int ok = 0;
+	for (unsigned i = 0; i < n; i++)
+		ok += res[i].error == 0;
+	return ok;
+}
