@@ -211,3 +211,52 @@ gw_workdir() {
         gw_cleanup_push rm -rf "$work"
     fi
 }
+
+# --- a mesh of gateways (scripts/mesh.sh) ---------------------------------
+# Node k (1..N) is "nK" in namespace gwmK with socket /run/gridwire/nK.sock,
+# configured by config/mesh.ini; its main lcore runs on CPU (k % 2). Logs
+# and counters go to WORK/nK.{log,json}. GW_MESH_PID[k] is its pid.
+
+declare -a GW_MESH_PID=()
+
+# gw_mesh_start WORK K [gridwired args...]: start node K; prints nothing.
+gw_mesh_start() {
+    local work=$1 k=$2
+    shift 2
+    rm -f "/run/gridwire/n$k.sock"
+    ip netns exec "gwm$k" "$_GW_LIB_ROOT/build/app/gridwired" -c "$_GW_LIB_ROOT/config/mesh.ini" \
+        --set "node.id=$k" --set "node.name=n$k" --set "node.socket=/run/gridwire/n$k.sock" \
+        --set "eal.args=--no-pci --no-huge -m 512 --no-shconf --lcores=0@$((k % 2))" \
+        --stats-file "$work/n$k.json" "$@" >>"$work/n$k.log" 2>&1 &
+    GW_MESH_PID[k]=$!
+    gw_cleanup_push _gw_stop_pid "${GW_MESH_PID[k]}"
+}
+
+# gw_mesh_up WORK N [gridwired args...]: namespaces, N gateways, and a wait
+# until every one has seen all the others come up.
+gw_mesh_up() {
+    local work=$1 n=$2 k
+    shift 2
+    gw_cleanup_push "$_GW_LIB_ROOT/scripts/mesh.sh" down
+    "$_GW_LIB_ROOT/scripts/mesh.sh" up "$n"
+    for ((k = 1; k <= n; k++)); do
+        : >"$work/n$k.log"
+        gw_mesh_start "$work" "$k" "$@"
+    done
+    gw_mesh_wait "$work" "$n" $((n - 1))
+}
+
+# gw_mesh_wait WORK N UPS: until each node's log says "is up" UPS times.
+gw_mesh_wait() {
+    local work=$1 n=$2 ups=$3 k ok
+    for _ in $(seq 300); do
+        ok=1
+        for ((k = 1; k <= n; k++)); do
+            (($(grep -c "is up" "$work/n$k.log") >= ups)) || ok=0
+        done
+        ((ok)) && return 0
+        sleep 0.1
+    done
+    tail -n 5 "$work"/n*.log >&2
+    gw_die "the mesh did not come up in 30 s"
+}
