@@ -8,6 +8,18 @@
  *   gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N] [--idle-timeout S]
  *              [--stall-s S] [--delay-ms MS [--delay-count N]] [--reconnect]
  *              [-m MSGS --ledger FILE]
+ *   gw-perf echo -s SOCK -e SERVICE
+ *   gw-perf call -s SOCK -n NODE -e SERVICE [-w CALLERS] [-m CALLS] [-z SIZE]
+ *                [--timeout-ms MS] [--stop-on-down]
+ *
+ * tx --cast and rx --service do the same with casts to a service.
+ * echo answers every request with its own payload until SIGINT/SIGTERM.
+ * call: CALLERS logical callers (up to 4096), each with one call in flight,
+ * MSGS calls each; every reply must carry its own call's payload. It
+ * reports calls/s, round-trip percentiles and every failure by kind.
+ * --stop-on-down ends a call run once its node is down, when the calls in
+ * flight have ended. --stats-period S prints a progress line every S
+ * seconds (tx, call).
  *
  * tx: WRITERS logical senders take turns; each sends MSGS messages of SIZE
  * bytes carrying (writer id, sequence number), writer w to endpoint
@@ -26,6 +38,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -52,9 +65,18 @@ struct opts {
 	unsigned node, writers, size, id_base, writers_max, idle_timeout, linger_ms, stall_s, delay_ms;
 	uint64_t delay_count;
 	const char *ledger; /* tx: rejected messages; rx: received ones (bitmaps) */
-	bool retry_unreachable, reconnect;
+	bool retry_unreachable, reconnect, cast, stop_on_down;
 	uint64_t msgs, expect, rate;
+	int timeout_ms;
+	unsigned stats_period;
 };
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
 
 static uint64_t now_ns(void)
 {
@@ -131,15 +153,43 @@ static uint64_t drain_rejects(struct gw_client *cl, const struct opts *o, struct
 	return n;
 }
 
+/* --stats-period: one line on stderr every period, checked by the caller's loop. */
+static void progress(const struct opts *o, const char *what, uint64_t done, uint64_t total,
+		     uint64_t t0)
+{
+	static uint64_t last_ns, last_done;
+	if (!o->stats_period)
+		return;
+	uint64_t t = now_ns();
+	if (!last_ns)
+		last_ns = t0;
+	if (t - last_ns < o->stats_period * 1000000000ull)
+		return;
+	fprintf(stderr, "gw-perf: %" PRIu64 "/%" PRIu64 " %s (%.0f%%), %.0f %s/s\n", done, total,
+		what, 100.0 * (double)done / (double)total,
+		(double)(done - last_done) * 1e9 / (double)(t - last_ns), what);
+	last_ns = t;
+	last_done = done;
+}
+
+static int tx_one(struct gw_client *cl, const struct opts *o, uint32_t ep, const char *name,
+		  const void *buf, int timeout_ms)
+{
+	if (o->cast)
+		return gw_cast(cl, (uint16_t)o->node, name, buf, o->size, timeout_ms);
+	return gw_send_id(cl, (uint16_t)o->node, ep, buf, o->size, timeout_ms);
+}
+
 static int run_tx(const struct opts *o)
 {
 	struct gw_client *cl;
 	int rc = gw_connect(o->sock, &cl);
 	if (rc < 0)
 		return fail(o->sock, rc);
-	if (o->size < sizeof(struct perf_hdr) || o->size > gw_msg_max(cl)) {
+	size_t max = gw_msg_max(cl) - (o->cast ? GW_CALL_HDR : 0);
+	if (o->size < sizeof(struct perf_hdr) || o->size > max) {
 		fprintf(stderr, "gw-perf: size %u out of range %zu..%zu\n", o->size,
-			sizeof(struct perf_hdr), gw_msg_max(cl));
+			sizeof(struct perf_hdr), max);
 		return 2;
 	}
 	/* The peer may still be coming up (bond mode 4 takes seconds). */
@@ -147,11 +197,14 @@ static int run_tx(const struct opts *o)
 		nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
 	uint8_t *buf = calloc(1, o->size);
 	uint32_t ep[PERF_MAX_EPS];
+	const char *epname[PERF_MAX_EPS];
 	unsigned nep = 0;
 	char names[256];
 	snprintf(names, sizeof(names), "%s", o->endpoint);
-	for (char *sv, *t = strtok_r(names, ",", &sv); t && nep < PERF_MAX_EPS; t = strtok_r(NULL, ",", &sv))
+	for (char *sv, *t = strtok_r(names, ",", &sv); t && nep < PERF_MAX_EPS; t = strtok_r(NULL, ",", &sv)) {
+		epname[nep] = t;
 		ep[nep++] = gw_endpoint_id(t);
+	}
 	uint64_t total = o->msgs * o->writers, rejects = 0, refused = 0, full = 0;
 	struct ledger led = { 0 };
 	if (o->ledger)
@@ -171,12 +224,12 @@ static int run_tx(const struct opts *o)
 		}
 		h.sent_ns = now_ns();
 		memcpy(buf, &h, sizeof(h));
-		uint32_t to = ep[(i % o->writers) % nep];
-		rc = gw_send_id(cl, (uint16_t)o->node, to, buf, o->size, 0);
+		unsigned to = (unsigned)(i % o->writers) % nep;
+		rc = tx_one(cl, o, ep[to], epname[to], buf, 0);
 		if (rc == -EAGAIN) {
 			full++; /* backpressure: the channel is full, wait for room */
 			rejects += drain_rejects(cl, o, &led);
-			rc = gw_send_id(cl, (uint16_t)o->node, to, buf, o->size, 10000);
+			rc = tx_one(cl, o, ep[to], epname[to], buf, 10000);
 		}
 		/* The node is down and we were told at once: try again later,
 		 * up to a minute, so every writer's sequence stays whole. */
@@ -184,10 +237,12 @@ static int run_tx(const struct opts *o)
 			refused++;
 			nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
 			rejects += drain_rejects(cl, o, &led);
-			rc = gw_send_id(cl, (uint16_t)o->node, to, buf, o->size, 10000);
+			rc = tx_one(cl, o, ep[to], epname[to], buf, 10000);
 		}
-		if ((i & 1023) == 1023)
+		if ((i & 1023) == 1023) {
 			rejects += drain_rejects(cl, o, &led);
+			progress(o, "msgs", i + 1, total, t0);
+		}
 		if (rc < 0)
 			return fail("send", rc);
 	}
@@ -219,7 +274,7 @@ static int run_rx(const struct opts *o)
 	int rc = gw_connect(o->sock, &cl);
 	if (rc < 0)
 		return fail(o->sock, rc);
-	rc = gw_register(cl, o->endpoint);
+	rc = o->cast ? gw_service(cl, o->endpoint) : gw_register(cl, o->endpoint);
 	if (rc < 0)
 		return fail(o->endpoint, rc);
 	/* Tell whoever started us that the endpoint exists. */
@@ -248,7 +303,8 @@ static int run_rx(const struct opts *o)
 			cl = NULL;
 			for (unsigned k = 0; k < o->idle_timeout * 10 && !cl; k++) {
 				nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
-				if (gw_connect(o->sock, &cl) == 0 && gw_register(cl, o->endpoint) < 0) {
+				if (gw_connect(o->sock, &cl) == 0 &&
+				    (o->cast ? gw_service(cl, o->endpoint) : gw_register(cl, o->endpoint)) < 0) {
 					gw_close(cl);
 					cl = NULL;
 				}
@@ -262,7 +318,7 @@ static int run_rx(const struct opts *o)
 		if (rc < 0)
 			return fail("recv", rc);
 		struct perf_hdr h;
-		if (m.kind != GW_MSG_DATA || m.len < sizeof(h)) {
+		if (m.kind != (o->cast ? GW_MSG_CAST : GW_MSG_DATA) || m.len < sizeof(h)) {
 			bad++;
 			continue;
 		}
@@ -314,6 +370,181 @@ static int run_rx(const struct opts *o)
 	return got == o->expect && !dups && !order && !bad ? 0 : 1;
 }
 
+/* echo: every request answered with its own payload. */
+static int run_echo(const struct opts *o)
+{
+	struct gw_client *cl;
+	int rc = gw_connect(o->sock, &cl);
+	if (rc < 0)
+		return fail(o->sock, rc);
+	rc = gw_service(cl, o->endpoint);
+	if (rc < 0)
+		return fail(o->endpoint, rc);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	fprintf(stderr, "gw-perf: echo ready on %s\n", o->endpoint);
+	uint64_t requests = 0, other = 0;
+	double c0 = cpu_s();
+	while (!stop) {
+		struct gw_msg m;
+		rc = gw_recv(cl, &m, 200);
+		if (rc == -ETIMEDOUT || rc == -EINTR)
+			continue;
+		if (rc < 0)
+			return fail("recv", rc);
+		if (m.kind != GW_MSG_REQUEST) {
+			other++;
+			continue;
+		}
+		requests++;
+		rc = gw_reply(cl, &m, m.data, m.len);
+		if (rc < 0)
+			return fail("reply", rc);
+	}
+	printf("{\"role\":\"echo\",\"requests\":%" PRIu64 ",\"other\":%" PRIu64 ",\"cpu_s\":%.3f}\n",
+	       requests, other, cpu_s() - c0);
+	gw_close(cl);
+	return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+struct caller {
+	uint32_t call_id;
+	uint64_t seq, start_ns;
+	bool busy;
+};
+
+/*
+ * call: each caller keeps one call in flight. The slot bits of a call id
+ * (GW_CALLS_MAX of them) find its caller; the echoed payload must be the
+ * caller's own (writer, seq), or the reply went to the wrong call.
+ */
+static int run_call(const struct opts *o)
+{
+	struct gw_client *cl;
+	int rc = gw_connect(o->sock, &cl);
+	if (rc < 0)
+		return fail(o->sock, rc);
+	if (o->writers > GW_CALLS_MAX || o->size < sizeof(struct perf_hdr) ||
+	    o->size > gw_msg_max(cl) - GW_CALL_HDR) {
+		fprintf(stderr, "gw-perf: call needs -w 1..%u and -z %zu..%zu\n", GW_CALLS_MAX,
+			sizeof(struct perf_hdr), gw_msg_max(cl) - GW_CALL_HDR);
+		return 2;
+	}
+	for (int i = 0; i < 300 && !gw_node_up(cl, (uint16_t)o->node); i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
+	uint64_t total = o->msgs * o->writers, started = 0, done = 0, ok = 0, wrong = 0;
+	uint64_t e_timeout = 0, e_down = 0, e_unreach = 0, e_noent = 0, e_remote = 0, e_other = 0;
+	struct caller *callers = calloc(o->writers, sizeof(*callers));
+	uint32_t *by_slot = calloc(GW_CALLS_MAX, sizeof(*by_slot));
+	uint32_t *rtt_us = malloc(total * sizeof(*rtt_us));
+	uint8_t *buf = calloc(1, o->size);
+	if (!callers || !by_slot || !rtt_us || !buf)
+		return fail("memory", -ENOMEM);
+	double c0 = cpu_s();
+	uint64_t t0 = now_ns();
+	while (done < total) {
+		/* Idle callers start their next call. */
+		for (unsigned w = 0; w < o->writers && started < total; w++) {
+			struct caller *c = &callers[w];
+			if (c->busy || c->seq >= o->msgs)
+				continue;
+			struct perf_hdr h = { .magic = PERF_MAGIC, .writer = w, .seq = c->seq };
+			h.sent_ns = c->start_ns = now_ns();
+			memcpy(buf, &h, sizeof(h));
+			rc = gw_call_start(cl, (uint16_t)o->node, o->endpoint, buf, o->size,
+					   o->timeout_ms, &c->call_id);
+			if (rc == -EAGAIN)
+				break; /* the channel is full: collect replies first */
+			started++;
+			if (rc < 0) {
+				/* Refused at once (node down): an outcome like any other. */
+				e_unreach += rc == -EHOSTUNREACH;
+				e_other += rc != -EHOSTUNREACH;
+				c->seq++;
+				done++;
+				if (rc == -EHOSTUNREACH && o->stop_on_down)
+					total = started; /* only the calls in flight still end */
+				continue;
+			}
+			c->busy = true;
+			by_slot[c->call_id % GW_CALLS_MAX] = w;
+		}
+		struct gw_msg m;
+		rc = gw_recv(cl, &m, started > done ? 1000 : 0);
+		if (rc == -ETIMEDOUT || rc == -EAGAIN)
+			continue;
+		if (rc < 0)
+			return fail("recv", rc);
+		if (m.kind != GW_MSG_REPLY)
+			continue;
+		struct caller *c = &callers[by_slot[m.call_id % GW_CALLS_MAX]];
+		if (!c->busy || c->call_id != m.call_id) {
+			wrong++;
+			continue;
+		}
+		uint64_t t = now_ns();
+		struct perf_hdr h;
+		if (m.error == 0) {
+			if (m.len == o->size && (memcpy(&h, m.data, sizeof(h)), h.magic == PERF_MAGIC) &&
+			    h.writer == (uint32_t)(c - callers) && h.seq == c->seq) {
+				rtt_us[ok++] = (uint32_t)((t - c->start_ns) / 1000);
+			} else {
+				wrong++;
+			}
+		} else if (m.error == -ETIMEDOUT) {
+			e_timeout++;
+		} else if (m.error == -EHOSTDOWN) {
+			e_down++;
+		} else if (m.error == -EHOSTUNREACH) {
+			e_unreach++;
+		} else if (m.error == -ENOENT) {
+			e_noent++;
+		} else if (m.error == -EREMOTEIO) {
+			e_remote++;
+		} else {
+			e_other++;
+		}
+		c->busy = false;
+		c->seq++;
+		done++;
+		progress(o, "calls", done, total, t0);
+	}
+	uint64_t t1 = now_ns();
+	qsort(rtt_us, ok, sizeof(*rtt_us), cmp_u32);
+	/* Buckets as in the reference thread: how many calls took how long. */
+	static const uint32_t edge_us[] = { 100, 1000, 10000, 100000 };
+	uint64_t bucket[5] = { 0 };
+	for (uint64_t i = 0, b = 0; i < ok; i++) {
+		while (b < 4 && rtt_us[i] >= edge_us[b])
+			b++;
+		bucket[b]++;
+	}
+	double el = (double)(t1 - t0) / 1e9;
+	printf("{\"role\":\"call\",\"calls\":%" PRIu64 ",\"ok\":%" PRIu64 ",\"wrong\":%" PRIu64
+	       ",\"timeout\":%" PRIu64 ",\"hostdown\":%" PRIu64 ",\"unreachable\":%" PRIu64
+	       ",\"noservice\":%" PRIu64 ",\"remote\":%" PRIu64 ",\"other\":%" PRIu64
+	       ",\"elapsed_s\":%.3f,\"calls_per_s\":%.0f,\"rtt_us\":{\"p50\":%u,\"p99\":%u,\"max\":%u}"
+	       ",\"rtt_hist\":{\"lt_100us\":%" PRIu64 ",\"lt_1ms\":%" PRIu64 ",\"lt_10ms\":%" PRIu64
+	       ",\"lt_100ms\":%" PRIu64 ",\"ge_100ms\":%" PRIu64 "},\"cpu_s\":%.3f}\n",
+	       total, ok, wrong, e_timeout, e_down, e_unreach, e_noent, e_remote, e_other, el,
+	       (double)total / el, ok ? rtt_us[ok / 2] : 0, ok ? rtt_us[ok * 99 / 100] : 0,
+	       ok ? rtt_us[ok - 1] : 0, bucket[0], bucket[1], bucket[2], bucket[3], bucket[4],
+	       cpu_s() - c0);
+	gw_close(cl);
+	free(callers);
+	free(by_slot);
+	free(rtt_us);
+	free(buf);
+	return ok + e_timeout + e_down + e_unreach + e_noent + e_remote + e_other == total && !wrong
+		       ? 0 : 1;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: gw-perf tx -s SOCK -n NODE -e EP[,EP...] [-w WRITERS] [-m MSGS] [-z SIZE]\n"
@@ -322,26 +553,38 @@ static void usage(FILE *f)
 		   "       gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N]\n"
 		   "                 [--idle-timeout S] [--stall-s S]\n"
 		   "                 [--delay-ms MS [--delay-count N]] [--reconnect]\n"
-		   "                 [-m MSGS --ledger FILE]\n");
+		   "                 [-m MSGS --ledger FILE]\n"
+		   "       gw-perf echo -s SOCK -e SERVICE\n"
+		   "       gw-perf call -s SOCK -n NODE -e SERVICE [-w CALLERS] [-m CALLS] [-z SIZE]\n"
+		   "                 [--timeout-ms MS] [--stop-on-down]\n"
+		   "       tx --cast / rx --service: casts to a service; tx, call: --stats-period S\n");
 }
 
 int main(int argc, char **argv)
 {
 	struct opts o = {
 		.writers = 1, .msgs = 1000, .size = 225, .writers_max = 1u << 20, .idle_timeout = 10,
+		.timeout_ms = 5000,
 	};
-	if (argc < 2 || (strcmp(argv[1], "tx") && strcmp(argv[1], "rx"))) {
+	static const char *const modes[] = { "tx", "rx", "echo", "call" };
+	int mode = -1;
+	for (int i = 0; argc >= 2 && i < 4; i++)
+		if (!strcmp(argv[1], modes[i]))
+			mode = i;
+	if (mode < 0) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : (strcmp(argv[1], "-h") && strcmp(argv[1], "--help")) * 2;
 	}
-	bool tx = !strcmp(argv[1], "tx");
+	bool tx = mode == 0 || mode == 3;
 	static const struct option lo[] = {
 		{ "id-base", 1, NULL, 'b' }, { "rate", 1, NULL, 'r' }, { "expect", 1, NULL, 'x' },
 		{ "writers-max", 1, NULL, 'W' }, { "idle-timeout", 1, NULL, 't' },
 		{ "linger-ms", 1, NULL, 'l' }, { "stall-s", 1, NULL, 'S' },
 		{ "delay-ms", 1, NULL, 'd' }, { "delay-count", 1, NULL, 'D' },
 		{ "ledger", 1, NULL, 'L' }, { "retry-unreachable", 0, NULL, 'U' },
-		{ "reconnect", 0, NULL, 'R' }, { 0 },
+		{ "reconnect", 0, NULL, 'R' }, { "cast", 0, NULL, 'C' }, { "service", 0, NULL, 'C' },
+		{ "timeout-ms", 1, NULL, 'T' }, { "stop-on-down", 0, NULL, 'O' },
+		{ "stats-period", 1, NULL, 'P' }, { 0 },
 	};
 	int c;
 	optind = 2;
@@ -365,6 +608,10 @@ int main(int argc, char **argv)
 		case 'L': o.ledger = optarg; break;
 		case 'U': o.retry_unreachable = true; break;
 		case 'R': o.reconnect = true; break;
+		case 'C': o.cast = true; break;
+		case 'O': o.stop_on_down = true; break;
+		case 'T': o.timeout_ms = atoi(optarg); break;
+		case 'P': o.stats_period = (unsigned)strtoul(optarg, NULL, 0); break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -374,5 +621,10 @@ int main(int argc, char **argv)
 				"tx also needs -n NODE\n");
 		return 2;
 	}
-	return tx ? run_tx(&o) : run_rx(&o);
+	if (mode == 3 && o.timeout_ms <= 0) {
+		fprintf(stderr, "gw-perf: --timeout-ms must be > 0\n");
+		return 2;
+	}
+	static int (*const run[])(const struct opts *) = { run_tx, run_rx, run_echo, run_call };
+	return run[mode](&o);
 }

@@ -6,16 +6,13 @@
  *   gw-rpc-check serve -s SOCK -e SERVICE --behave ok|fail|silent
  *       Serve until SIGTERM, then print one JSON line. ok answers
  *       "ok <node>: <request>", fail answers with the error "failed on
- *       <node>", silent never answers. Casts are counted and checked for
- *       per-sender order (their payload is "<sender> <seq>").
+ *       <node>", silent never answers. Casts are counted.
  *   gw-rpc-check patterns -s SOCK -e SERVICE --ok N,N --fail N --absent N
  *                         --quiet SERVICE@N [--timeout-ms MS]
  *       Check every call and pattern against the roles given: the nodes
  *       whose SERVICE answers ok, the one whose SERVICE fails, a node id
  *       that is not up, and a service that never answers. One PASS/FAIL
  *       line per check; exit 1 if any failed.
- *   gw-rpc-check casts -s SOCK -n NODE -e SERVICE -m COUNT
- *       COUNT casts in order, for serve's order check.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -55,8 +52,7 @@ static int serve(struct gw_client *cl, const char *service, const char *behave)
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	fprintf(stderr, "gw-rpc-check: serving %s (%s)\n", service, behave);
-	uint64_t requests = 0, casts = 0, order = 0, other = 0;
-	uint64_t next_seq[4096] = { 0 };
+	uint64_t requests = 0, casts = 0, other = 0;
 	char out[512];
 	while (!stop) {
 		struct gw_msg m;
@@ -66,15 +62,6 @@ static int serve(struct gw_client *cl, const char *service, const char *behave)
 		if (rc < 0)
 			return fail_rc("recv", rc);
 		if (m.kind == GW_MSG_CAST) {
-			unsigned sender;
-			uint64_t seq;
-			char buf[64];
-			snprintf(buf, sizeof(buf), "%.*s", (int)(m.len < 63 ? m.len : 63),
-				 (const char *)m.data);
-			if (sscanf(buf, "%u %" SCNu64, &sender, &seq) == 2 && sender < 4096) {
-				order += seq != next_seq[sender];
-				next_seq[sender] = seq + 1;
-			}
 			casts++;
 			continue;
 		}
@@ -96,8 +83,8 @@ static int serve(struct gw_client *cl, const char *service, const char *behave)
 		if (rc < 0)
 			return fail_rc("reply", rc);
 	}
-	printf("{\"requests\":%" PRIu64 ",\"casts\":%" PRIu64 ",\"cast_order_violations\":%" PRIu64
-	       ",\"other\":%" PRIu64 "}\n", requests, casts, order, other);
+	printf("{\"requests\":%" PRIu64 ",\"casts\":%" PRIu64 ",\"other\":%" PRIu64 "}\n",
+	       requests, casts, other);
 	return 0;
 }
 
@@ -321,29 +308,14 @@ static int parse_nodes(const char *s, uint16_t *out, unsigned max)
 	return (int)n;
 }
 
-static int casts(struct gw_client *cl, unsigned node, const char *svc, uint64_t count)
-{
-	char b[64];
-	for (uint64_t i = 0; i < count; i++) {
-		int n = snprintf(b, sizeof(b), "%d %" PRIu64, getpid() % 4096, i);
-		int rc = gw_cast(cl, (uint16_t)node, svc, b, (size_t)n, 10000);
-		if (rc < 0)
-			return fail_rc("cast", rc);
-	}
-	int rc = gw_flush(cl, 30000);
-	return rc < 0 ? fail_rc("flush", rc) : 0;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: gw-rpc-check serve|patterns|casts ... (see the source)\n");
+		fprintf(stderr, "usage: gw-rpc-check serve|patterns ... (see the source)\n");
 		return 2;
 	}
 	const char *cmd = argv[1], *sock = NULL, *svc = NULL, *behave = "ok", *ok = NULL;
 	struct roles r = { .timeout_ms = 1000 };
-	unsigned node = 0;
-	uint64_t count = 0;
 	static const struct option lo[] = {
 		{ "behave", 1, NULL, 'b' }, { "ok", 1, NULL, 'o' }, { "fail", 1, NULL, 'f' },
 		{ "absent", 1, NULL, 'a' }, { "quiet", 1, NULL, 'q' }, { "timeout-ms", 1, NULL, 't' },
@@ -351,12 +323,10 @@ int main(int argc, char **argv)
 	};
 	int c;
 	optind = 2;
-	while ((c = getopt_long(argc, argv, "s:e:n:m:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:e:", lo, NULL)) != -1) {
 		switch (c) {
 		case 's': sock = optarg; break;
 		case 'e': svc = optarg; break;
-		case 'n': node = (unsigned)strtoul(optarg, NULL, 0); break;
-		case 'm': count = strtoull(optarg, NULL, 0); break;
 		case 'b': behave = optarg; break;
 		case 'o': ok = optarg; break;
 		case 'f': r.fail = (uint16_t)strtoul(optarg, NULL, 0); break;
@@ -384,8 +354,6 @@ int main(int argc, char **argv)
 		return fail_rc(sock, rc);
 	if (!strcmp(cmd, "serve"))
 		rc = serve(cl, svc, behave);
-	else if (!strcmp(cmd, "casts"))
-		rc = casts(cl, node, svc, count);
 	else if (!strcmp(cmd, "patterns")) {
 		int n = ok ? parse_nodes(ok, r.ok, MAX_NODES) : -1;
 		if (n < 2 || !r.fail || !r.absent || !r.quiet) {
@@ -401,7 +369,7 @@ int main(int argc, char **argv)
 		printf("%d failed\n", failures);
 		rc = failures ? 1 : 0;
 	} else {
-		fprintf(stderr, "gw-rpc-check: unknown command %s (serve, patterns, casts)\n", cmd);
+		fprintf(stderr, "gw-rpc-check: unknown command %s (serve, patterns)\n", cmd);
 		rc = 2;
 	}
 	gw_close(cl);
