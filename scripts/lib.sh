@@ -109,6 +109,8 @@ gw_ns_down() {
 
 _gw_stop_pid() {
     kill -9 "$1" 2>/dev/null || true
+    # Reap our own child here, so bash does not report it "Killed".
+    { wait "$1"; } 2>/dev/null || true
 }
 
 # gw_gateways_up WORK [gridwired args...]: start both, wait until they see

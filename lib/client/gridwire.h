@@ -50,6 +50,9 @@ extern "C" {
 
 struct gw_client;
 
+/* One of the errors above in the words of this API (strerror for the rest). */
+const char *gw_strerror(int err);
+
 enum gw_msg_kind {
 	GW_MSG_DATA = 1,    /* a message for one of our endpoints */
 	GW_MSG_REJECT = 2,  /* one of our sent messages was not delivered */
@@ -174,7 +177,9 @@ int gw_reply_error(struct gw_client *cl, const struct gw_msg *req, const char *r
  *
  * Nodes that cannot be asked (badrpc: -EHOSTUNREACH, -EHOSTDOWN) are
  * ignored unless flags has GW_BADRPC_ERRORS, which counts them as errors.
- * A gw_result's data is the library's copy: free it with gw_results_free.
+ * The results are always filled in, whatever the return value (a node whose
+ * call never started says -ECANCELED); a gw_result's data is the library's
+ * copy: free it with gw_results_free.
  */
 #define GW_BADRPC_ERRORS 1u
 

@@ -97,6 +97,20 @@ void gw_close(struct gw_client *cl)
 	free(cl);
 }
 
+const char *gw_strerror(int err)
+{
+	switch (err) {
+	case -EREMOTEIO: return "the handler failed";
+	case -EHOSTUNREACH: return "badrpc: node not up";
+	case -EHOSTDOWN: return "badrpc: node went down during the call";
+	case -ENOENT: return "no such service or endpoint";
+	case -ENOBUFS: return "the destination is not reading (its ring stayed full)";
+	case -ETIMEDOUT: return "timed out";
+	case -EPIPE: return "the gateway went away";
+	default: return strerror(err < 0 ? -err : err);
+	}
+}
+
 uint16_t gw_local_node(const struct gw_client *cl)
 {
 	return cl->node;

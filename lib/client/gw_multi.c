@@ -138,7 +138,7 @@ static int call_each(struct gw_client *cl, const uint16_t *nodes, unsigned n,
 		     const char *service, const void *req, size_t len, int timeout_ms,
 		     struct gw_result *res, bool stop_on_ok)
 {
-	if (!nodes || n == 0 || !res)
+	if (!nodes || n == 0)
 		return -EINVAL;
 	uint32_t *ids = calloc(n, sizeof(*ids));
 	if (!ids)
@@ -171,6 +171,7 @@ int gw_call_any(struct gw_client *cl, const uint16_t *nodes, unsigned n, const c
 		const void *req, size_t len, int timeout_ms, unsigned flags,
 		struct gw_result *res)
 {
+	result_set(res, 0, -ENOMEM, NULL);
 	struct gw_result *all = calloc(n ? n : 1, sizeof(*all));
 	if (!all)
 		return -ENOMEM;
@@ -179,7 +180,9 @@ int gw_call_any(struct gw_client *cl, const uint16_t *nodes, unsigned n, const c
 		*res = all[rc];
 		all[rc].data = NULL;
 		rc = 0;
-	} else if (rc >= 0) {
+	} else if (rc < 0) {
+		res->error = rc;
+	} else {
 		/* No ok: the last error that counts, else the last badrpc. */
 		int pick = (int)n - 1;
 		for (int i = (int)n - 1; i >= 0; i--)
@@ -196,10 +199,18 @@ int gw_call_any(struct gw_client *cl, const uint16_t *nodes, unsigned n, const c
 	return rc;
 }
 
+/* Every res[i] is valid (and freeable) whatever happens next. */
+static void results_init(struct gw_result *res, const uint16_t *nodes, unsigned n)
+{
+	for (unsigned i = 0; nodes && i < n; i++)
+		result_set(&res[i], nodes[i], -ECANCELED, NULL);
+}
+
 int gw_call_all(struct gw_client *cl, const uint16_t *nodes, unsigned n, const char *service,
 		const void *req, size_t len, int timeout_ms, unsigned flags,
 		struct gw_result *res)
 {
+	results_init(res, nodes, n);
 	int rc = call_each(cl, nodes, n, service, req, len, timeout_ms, res, false);
 	if (rc < 0)
 		return rc;
@@ -217,6 +228,7 @@ int gw_call_all_wait(struct gw_client *cl, const uint16_t *nodes, unsigned n,
 		     const char *service, const void *req, size_t len, int timeout_ms,
 		     struct gw_result *res)
 {
+	results_init(res, nodes, n);
 	int rc = call_each(cl, nodes, n, service, req, len, timeout_ms, res, false);
 	if (rc < 0)
 		return rc;
