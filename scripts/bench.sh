@@ -1,80 +1,103 @@
 #!/usr/bin/env bash
-# bench.sh: the data-path benchmark. In one invocation, the same workload
-# (225-byte messages, 4 sender processes x 250 writers, one verifying
-# receiver, bonded veth pair at MTU 9000) with batching on and with
-# batching off (one message per frame: the unbatched baseline). Prints a
-# table and the ratio, and writes results/bench-<time>.json.
+# bench.sh: the reference benchmark (the ecall workload), scaled to this
+# machine, between the two namespaces (bond mode 4 over two veths, MTU
+# 9000), 225-byte messages, every message verified (once, in order):
 #
-#   scripts/bench.sh [--msgs PER_WRITER] [--base-msgs PER_WRITER] [--reps N]
-#                    [--compare OLD.csv [--tolerance PERCENT]]
+#  1. the writer-population sweep: W writers over 4 sender processes, each
+#     sending MSGS messages with a PAUSE between them (100 ms as in the
+#     reference), so the intended rate is W / PAUSE; batched and unbatched
+#     (proto.batch_max=1) at every point. Per point: intended and delivered
+#     msg/s, elapsed, messages and bytes per frame, gateway and client CPU
+#     seconds per million messages, peak gateway memory, latency p50/p99/
+#     max and a histogram in decades;
+#  2. the unpaced maximum (4 x 250 writers, as fast as they go), batched
+#     and unbatched, REPS times;
+#  3. references measured here and now: the bonded link's capacity by
+#     dpdk-testpmd (9000-byte frames, txonly -> rxonly, converted to
+#     225-byte messages at gridwire's packing), and what a user could write
+#     on the kernel instead between the same namespaces: TCP with 64 KB
+#     application buffering, and ZeroMQ PUSH/PULL (app/gw-ref).
 #
-# Also writes results/bench-<time>.csv (one row per run). --compare flags
-# every mode whose median msg/s fell more than PERCENT (default 10) below
-# the same mode's median in OLD.csv, and then exits 1.
+# Everything goes to results/bench-<time>/: sweep.csv, max.csv, refs.json,
+# report.txt (the tables, also printed) and sweep.png (gnuplot).
+#
+#   scripts/bench.sh [--points W,W,...] [--msgs M] [--pause-ms P] [--reps N]
+#                    [--max-msgs M] [--no-refs] [--quick]
+#                    [--compare OLD_DIR_OR_CSV [--tolerance PERCENT]]
+#
+# --compare flags every sweep point (mode and writers) and every maximum
+# whose delivered msg/s fell more than PERCENT (default 10) below OLD's,
+# and exits 1. --quick: three points, one rep, no references (a smoke run).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT=$(gw_root)
-msgs=10000 base_msgs=1000 reps=3 compare="" tolerance=10
+BIN=$ROOT/build/app
+points=2000,10000,20000,50000,100000,150000,200000
+msgs=20 pause_ms=100 reps=3 max_msgs=10000 refs=1 compare="" tolerance=10
 while (($#)); do
     case $1 in
+    --points) points=$2; shift 2 ;;
+    --msgs) msgs=$2; shift 2 ;;
+    --pause-ms) pause_ms=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    --max-msgs) max_msgs=$2; shift 2 ;;
+    --no-refs) refs=0; shift ;;
+    --quick) points=2000,20000,100000 reps=1 max_msgs=4000 refs=0; shift ;;
     --compare) compare=$2; shift 2 ;;
     --tolerance) tolerance=$2; shift 2 ;;
-    --msgs) msgs=$2; shift 2 ;;
-    --base-msgs) base_msgs=$2; shift 2 ;;
-    --reps) reps=$2; shift 2 ;;
-    *) gw_die "bench.sh: unknown option $1 (--msgs, --base-msgs, --reps, --compare, --tolerance)" ;;
+    *) gw_die "bench.sh: unknown option $1 (see the header of scripts/bench.sh)" ;;
     esac
 done
-[[ -z $compare || -r $compare ]] || gw_die "bench.sh: cannot read $compare (a CSV an earlier bench wrote)"
-mkdir -p "$ROOT/results"
-out=$ROOT/results/bench-$(date +%Y%m%d-%H%M%S).json
-runs=()
-for r in $(seq "$reps"); do
+[[ -z $compare || -r $compare ]] ||
+    gw_die "bench.sh: cannot read $compare (a results/bench-* folder or its sweep.csv)"
+IFS=, read -r -a W <<<"$points"
+for w in "${W[@]}"; do
+    [[ $w =~ ^[0-9]+$ ]] && ((w >= 4 && w % 4 == 0)) ||
+        gw_die "bench.sh: --points takes writer counts divisible by 4, got '$w'"
+done
+out=$ROOT/results/bench-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$out/runs"
+gw_ns_up >/dev/null
+
+# --- 1. the sweep -----------------------------------------------------------
+n=$((${#W[@]} * 2)) k=0
+for w in "${W[@]}"; do
+    rate=$((w * 1000 / pause_ms / 4)) # per sender process
     for mode in on off; do
-        n=$msgs
-        [[ $mode == off ]] && n=$base_msgs
-        gw_log "bench: run $r/$reps, batching $mode, $((4 * 250 * n)) messages"
-        js=$("$ROOT/scripts/pair.sh" --procs 4 --writers 250 --msgs "$n" --batch "$mode" 2>/dev/null | tail -1)
-        runs+=("{\"batch\":\"$mode\",\"rep\":$r,\"result\":$js}")
+        k=$((k + 1))
+        name=$([[ $mode == on ]] && echo batched || echo unbatched)
+        printf '%s [%2d/%d] sweep %-9s %7d writers, %9d msg/s intended ... ' \
+            "$(date +%T)" "$k" "$n" "$name" "$w" $((rate * 4)) >&2
+        if "$ROOT/scripts/pair.sh" --keep-ns --procs 4 --writers $((w / 4)) --msgs "$msgs" \
+            --rate "$rate" --batch "$mode" >"$out/runs/sweep-$w-$mode.json" 2>"$out/runs/sweep-$w-$mode.err"; then
+            python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); i=int(sys.argv[2])
+print(f"{r[\"msgs_per_s\"]:>9,} delivered ({100*r[\"msgs_per_s\"]/i:.1f} %), "
+      f"{r[\"msgs_per_frame\"]} msgs/frame, p99 {r[\"lat_us\"][\"p99\"]/1000:.1f} ms")' \
+                "$out/runs/sweep-$w-$mode.json" $((rate * 4)) >&2
+        else
+            echo "FAILED (see $out/runs/sweep-$w-$mode.err)" >&2
+        fi
     done
 done
-printf '[%s]\n' "$(IFS=,; echo "${runs[*]}")" >"$out"
-python3 - "$out" "$compare" "$tolerance" <<'PY'
-import csv, json, statistics, sys
-runs = json.load(open(sys.argv[1]))
-compare, tolerance = sys.argv[2], float(sys.argv[3])
-fields = ["batch", "rep", "msgs_per_s", "msgs_per_frame", "gw_cpu_s_per_M", "retrans", "sent"]
-with open(sys.argv[1][:-5] + ".csv", "w", newline="") as f:
-    w = csv.writer(f)
-    w.writerow(fields)
-    for r in runs:
-        w.writerow([r["batch"], r["rep"]] + [r["result"][k] for k in fields[2:]])
-def med(mode, key):
-    return statistics.median(r["result"][key] for r in runs if r["batch"] == mode)
-ok = all(r["result"]["delivered"] == r["result"]["sent"] and not r["result"]["duplicates"]
-         and not r["result"]["order_violations"] for r in runs)
-print(f"{'mode':<10}{'msg/s':>12}{'msgs/frame':>12}{'gw CPU s/M':>12}{'retrans':>9}")
-for mode, name in (("on", "batched"), ("off", "unbatched")):
-    print(f"{name:<10}{med(mode, 'msgs_per_s'):>12,.0f}{med(mode, 'msgs_per_frame'):>12.2f}"
-          f"{med(mode, 'gw_cpu_s_per_M'):>12.3f}{med(mode, 'retrans'):>9.0f}")
-ratio = med("on", "msgs_per_s") / med("off", "msgs_per_s")
-print(f"batched/unbatched: {ratio:.1f}x msg/s, "
-      f"{med('off', 'gw_cpu_s_per_M') / med('on', 'gw_cpu_s_per_M'):.1f}x less gateway CPU per message; "
-      f"medians of {len(runs) // 2} runs; all verified: {'yes' if ok else 'NO'}")
-print(f"results: {sys.argv[1]} and {sys.argv[1][:-5]}.csv")
-if compare:
-    old = list(csv.DictReader(open(compare)))
-    slower = False
-    for mode, name in (("on", "batched"), ("off", "unbatched")):
-        before = [float(r["msgs_per_s"]) for r in old if r["batch"] == mode]
-        if not before:
-            continue
-        was, now = statistics.median(before), med(mode, "msgs_per_s")
-        change = (now - was) / was * 100
-        flag = change < -tolerance
-        slower |= flag
-        print(f"{name}: {was:,.0f} -> {now:,.0f} msg/s ({change:+.1f} %)"
-              + (f"  SLOWER than the {tolerance:g} % tolerance" if flag else ""))
-    sys.exit(1 if slower else 0)
-PY
+
+# --- 2. the unpaced maximum -------------------------------------------------
+for r in $(seq "$reps"); do
+    for mode in on off; do
+        m=$max_msgs
+        [[ $mode == off ]] && m=$((max_msgs / 10))
+        gw_log "bench: maximum, run $r/$reps, batching $mode, $((1000 * m)) messages"
+        "$ROOT/scripts/pair.sh" --keep-ns --procs 4 --writers 250 --msgs "$m" --batch "$mode" \
+            >"$out/runs/max-$r-$mode.json" 2>"$out/runs/max-$r-$mode.err" ||
+            gw_log "bench: that run failed (see $out/runs/max-$r-$mode.err)"
+    done
+done
+
+# --- 3. references ----------------------------------------------------------
+echo '{}' >"$out/refs.json"
+if ((refs)); then
+    "$ROOT/scripts/refs.sh" "$out" >"$out/refs.json" 2>"$out/runs/refs.err" ||
+        gw_log "bench: references incomplete (see $out/runs/refs.err)"
+fi
+
+python3 "$ROOT/scripts/bench_report.py" "$out" "$msgs" "$pause_ms" "$compare" "$tolerance"

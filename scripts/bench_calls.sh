@@ -76,11 +76,11 @@ ok = (low["ok"] == low["calls"] and all(l["ok"] == l["calls"] and not l["wrong"]
       and rx["delivered"] > 0 and not rx["duplicates"] and not rx["order_violations"])
 print(json.dumps({
     "batch": mode, "rep": rep, "verified": ok,
-    "low_calls_per_s": low["calls_per_s"], "low_p50_us": low["rtt_us"]["p50"],
-    "low_p99_us": low["rtt_us"]["p99"],
+    "low_calls_per_s": low["calls_per_s"], "low_p50_us": low["lat_us"]["p50"],
+    "low_p99_us": low["lat_us"]["p99"],
     "load_calls_per_s": sum(l["calls_per_s"] for l in loads),
-    "load_p50_us": max(l["rtt_us"]["p50"] for l in loads),
-    "load_p99_us": max(l["rtt_us"]["p99"] for l in loads),
+    "load_p50_us": max(l["lat_us"]["p50"] for l in loads),
+    "load_p99_us": max(l["lat_us"]["p99"] for l in loads),
     "casts_per_s": rx["msgs_per_s"],
 }))
 PY

@@ -90,9 +90,9 @@ gw_gateways_down
     gw_die "the run left no results"
 }
 hz=$(getconf CLK_TCK)
-python3 - "$work" "$total" "$((cpu1 - cpu0))" "$hz" "$rss0" "$rss_max" "$rss1" "$tx_fail" <<'EOF'
+python3 - "$work" "$total" "$((cpu1 - cpu0))" "$hz" "$rss0" "$rss_max" "$rss1" "$tx_fail" "$size" <<'EOF'
 import glob, json, os, sys
-work, total, ticks, hz, rss0, rssmax, rss1, txfail = sys.argv[1:]
+work, total, ticks, hz, rss0, rssmax, rss1, txfail, size = sys.argv[1:]
 total = int(total)
 rx = json.load(open(f"{work}/rx.json"))
 a = json.load(open(f"{work}/alpha.json"))
@@ -114,6 +114,14 @@ out = {
                                           "auth_forged", "auth_replayed")},
     "faults": {k[6:]: a[k] + b[k] for k in a if k.startswith("fault_")},
     "gw_cpu_s_per_M": round(cpu / (total / 1e6), 3),
+    "client_cpu_s_per_M": round((rx["cpu_s"] + sum(json.load(open(f))["cpu_s"]
+                                 for f in glob.glob(f"{work}/tx*.json") if os.path.getsize(f)))
+                                / (total / 1e6), 3),
+    # Each DATA frame: 74 bytes of headers, then 16 + size per message.
+    "bytes_per_frame": round(74 + a["msgs_out"] * (int(size) + 16) / frames) if frames else 0,
+    "elapsed_s": rx["elapsed_s"],
+    "lat_us": rx["lat_us"],
+    "lat_hist": rx["lat_hist"],
     "gw_rss_kb": [int(rss0), int(rssmax), int(rss1)],
     "sender_failed": int(txfail),
     "sender_eagain": sum(json.load(open(f)).get("eagain", 0)
@@ -123,6 +131,8 @@ print(f"  sent {out['sent']:,}  delivered {out['delivered']:,}  duplicates {out[
       f"  order violations {out['order_violations']}", file=sys.stderr)
 print(f"  {out['msgs_per_s']:,} msg/s end to end, {frames:,} frames, "
       f"{out['msgs_per_frame']} msgs/frame, {out['retrans']} retransmissions", file=sys.stderr)
+print(f"  latency p50 {out['lat_us']['p50']} us, p99 {out['lat_us']['p99']} us, "
+      f"max {out['lat_us']['max']} us", file=sys.stderr)
 print(f"  gateways: {out['gw_cpu_s_per_M']} CPU s per million messages, "
       f"RSS {int(rss0)//1024}->{int(rssmax)//1024} MB peak", file=sys.stderr)
 print(json.dumps(out, separators=(",", ":")))

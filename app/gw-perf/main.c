@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "gridwire.h"
+#include "gw_perf.h"
 
 #define PERF_MAGIC 0x66726570u /* "perf" */
 
@@ -60,22 +61,14 @@ struct perf_hdr {
 
 #define PERF_MAX_EPS 16
 
-struct opts {
-	const char *sock, *endpoint;
-	unsigned node, writers, size, id_base, writers_max, idle_timeout, linger_ms, stall_s, delay_ms;
-	uint64_t delay_count;
-	const char *ledger; /* tx: rejected messages; rx: received ones (bitmaps) */
-	bool retry_unreachable, reconnect, cast, stop_on_down;
-	uint64_t msgs, expect, rate;
-	int timeout_ms;
-	unsigned stats_period;
-};
+#define COUNT(field, n) __atomic_fetch_add(&live->field, (n), __ATOMIC_RELAXED)
 
-static volatile sig_atomic_t stop;
+struct perf_live *live = &(struct perf_live){ 0 };
+
 static void on_signal(int sig)
 {
 	(void)sig;
-	stop = 1;
+	live->stop = 1;
 }
 
 static uint64_t now_ns(void)
@@ -96,6 +89,73 @@ static int fail(const char *what, int err)
 {
 	fprintf(stderr, "gw-perf: %s: %s\n", what, strerror(-err));
 	return 1;
+}
+
+/*
+ * Latencies in microseconds: 64 linear steps per power of two, so a
+ * percentile is within 1.6 % of the true value, in 20 KB whatever the
+ * count. The decades are the buckets of the reference thread's tables.
+ */
+#define LAT_SUB 64
+#define LAT_BUCKETS (LAT_SUB * 40)
+static const uint64_t lat_edges_us[] = { 100, 1000, 10000, 100000, 1000000 };
+#define LAT_DECADES (sizeof(lat_edges_us) / sizeof(lat_edges_us[0]) + 1)
+
+struct lat_hist {
+	uint64_t n, min_us, max_us;
+	uint64_t decade[LAT_DECADES];
+	uint64_t b[LAT_BUCKETS];
+};
+
+static unsigned lat_index(uint64_t us)
+{
+	if (us < LAT_SUB)
+		return (unsigned)us;
+	unsigned e = 63 - (unsigned)__builtin_clzll(us);
+	unsigned i = (e - 5) * LAT_SUB + (unsigned)((us >> (e - 6)) & (LAT_SUB - 1));
+	return i < LAT_BUCKETS ? i : LAT_BUCKETS - 1;
+}
+
+static uint64_t lat_value(unsigned i)
+{
+	if (i < LAT_SUB)
+		return i;
+	return (uint64_t)(LAT_SUB + i % LAT_SUB) << (i / LAT_SUB - 1);
+}
+
+static void lat_add(struct lat_hist *h, uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+	if (!h->n || us < h->min_us)
+		h->min_us = us;
+	if (us > h->max_us)
+		h->max_us = us;
+	h->n++;
+	h->b[lat_index(us)]++;
+	unsigned d = 0;
+	while (d < LAT_DECADES - 1 && us > lat_edges_us[d])
+		d++;
+	h->decade[d]++;
+}
+
+static uint64_t lat_pct(const struct lat_hist *h, double p)
+{
+	uint64_t want = (uint64_t)((double)h->n * p), seen = 0;
+	for (unsigned i = 0; i < LAT_BUCKETS; i++)
+		if ((seen += h->b[i]) > want)
+			return lat_value(i);
+	return h->max_us;
+}
+
+/* ,"lat_us":{...},"lat_hist":{...} for the JSON line. */
+static void lat_print(const struct lat_hist *h)
+{
+	printf(",\"lat_us\":{\"min\":%" PRIu64 ",\"p50\":%" PRIu64 ",\"p99\":%" PRIu64
+	       ",\"max\":%" PRIu64 "},\"lat_hist\":{\"le_100us\":%" PRIu64 ",\"le_1ms\":%" PRIu64
+	       ",\"le_10ms\":%" PRIu64 ",\"le_100ms\":%" PRIu64 ",\"le_1s\":%" PRIu64
+	       ",\"gt_1s\":%" PRIu64 "}",
+	       h->min_us, lat_pct(h, 0.5), lat_pct(h, 0.99), h->max_us, h->decade[0], h->decade[1],
+	       h->decade[2], h->decade[3], h->decade[4], h->decade[5]);
 }
 
 /*
@@ -150,6 +210,7 @@ static uint64_t drain_rejects(struct gw_client *cl, const struct opts *o, struct
 				ledger_set(l, o->id_base + m.msg_id % o->writers, m.msg_id / o->writers);
 			n++;
 		}
+	COUNT(rejected, n);
 	return n;
 }
 
@@ -205,22 +266,37 @@ static int run_tx(const struct opts *o)
 		epname[nep] = t;
 		ep[nep++] = gw_endpoint_id(t);
 	}
-	uint64_t total = o->msgs * o->writers, rejects = 0, refused = 0, full = 0;
+	uint64_t total = o->msgs ? o->msgs * o->writers : UINT64_MAX, rejects = 0, refused = 0;
+	uint64_t full = 0, i;
 	struct ledger led = { 0 };
 	if (o->ledger)
 		ledger_init(&led, o->id_base + o->writers, o->msgs);
 	double c0 = cpu_s();
-	uint64_t t0 = now_ns();
-	for (uint64_t i = 0; i < total; i++) {
+	uint64_t t0 = now_ns(), pace_t0 = t0, pace_i0 = 0, pace_rate = 0;
+	for (i = 0; i < total && !live->stop; i++) {
 		struct perf_hdr h = {
 			.magic = PERF_MAGIC, .writer = o->id_base + (uint32_t)(i % o->writers),
 			.seq = i / o->writers,
 		};
-		if (o->rate) {
-			uint64_t due = t0 + i * 1000000000ull / o->rate;
-			for (uint64_t t; (t = now_ns()) < due;)
-				if (due - t > 50000)
-					nanosleep(&(struct timespec){ .tv_nsec = (long)(due - t) }, NULL);
+		uint64_t rate = __atomic_load_n(&o->rate, __ATOMIC_RELAXED);
+		unsigned burst = __atomic_load_n(&o->burst, __ATOMIC_RELAXED);
+		if (rate != pace_rate) { /* a new pace (interactive set rate) counts from now */
+			pace_t0 = now_ns();
+			pace_i0 = i;
+			pace_rate = rate;
+		}
+		if (rate) {
+			/* Sleep until this message (or its burst) is due; a late
+			 * wake-up sends what fell due meanwhile back to back (as
+			 * many writers waking together would), so the pace holds
+			 * on average and no CPU goes to spinning. */
+			uint64_t k = i - pace_i0;
+			k -= burst > 1 ? k % burst : 0;
+			uint64_t due = pace_t0 + k * 1000000000ull / rate, t = now_ns();
+			if (due > t)
+				nanosleep(&(struct timespec){ .tv_sec = (time_t)((due - t) / 1000000000ull),
+							      .tv_nsec = (long)((due - t) % 1000000000ull) },
+					  NULL);
 		}
 		h.sent_ns = now_ns();
 		memcpy(buf, &h, sizeof(h));
@@ -228,6 +304,7 @@ static int run_tx(const struct opts *o)
 		rc = tx_one(cl, o, ep[to], epname[to], buf, 0);
 		if (rc == -EAGAIN) {
 			full++; /* backpressure: the channel is full, wait for room */
+			COUNT(eagain, 1);
 			rejects += drain_rejects(cl, o, &led);
 			rc = tx_one(cl, o, ep[to], epname[to], buf, 10000);
 		}
@@ -245,7 +322,9 @@ static int run_tx(const struct opts *o)
 		}
 		if (rc < 0)
 			return fail("send", rc);
+		COUNT(sent, 1);
 	}
+	total = i;
 	rc = gw_flush(cl, 30000);
 	uint64_t t1 = now_ns();
 	if (rc < 0)
@@ -287,10 +366,14 @@ static int run_rx(const struct opts *o)
 	struct ledger led = { 0 };
 	if (o->ledger)
 		ledger_init(&led, o->writers_max, o->msgs);
+	static struct lat_hist lat;
 	double c0 = cpu_s();
-	while (got < o->expect) {
+	while ((!o->expect || got < o->expect) && !live->stop) {
 		struct gw_msg m;
-		rc = gw_recv(cl, &m, (int)o->idle_timeout * 1000);
+		/* Without a count, run until stopped: wake to look now and then. */
+		rc = gw_recv(cl, &m, o->expect ? (int)o->idle_timeout * 1000 : 200);
+		if ((rc == -ETIMEDOUT && !o->expect) || rc == -EINTR)
+			continue; /* a signal: look at stop */
 		if (rc == -ETIMEDOUT) {
 			fprintf(stderr, "gw-perf: no message for %u s, %" PRIu64 " of %" PRIu64
 				" received\n", o->idle_timeout, got, o->expect);
@@ -330,6 +413,8 @@ static int run_rx(const struct opts *o)
 		t1 = now_ns();
 		if (!t0)
 			t0 = t1;
+		/* Both ends read CLOCK_MONOTONIC of the same machine. */
+		lat_add(&lat, t1 > h.sent_ns ? t1 - h.sent_ns : 0);
 		if (led.bits) {
 			int old = ledger_set(&led, h.writer, h.seq);
 			if (old < 0) {
@@ -353,6 +438,7 @@ static int run_rx(const struct opts *o)
 			order++;
 		next[h.writer] = h.seq + 1;
 		got++;
+		COUNT(received, 1);
 		if (o->delay_ms && (!o->delay_count || got <= o->delay_count))
 			nanosleep(&(struct timespec){ .tv_nsec = (long)o->delay_ms * 1000000 }, NULL);
 	}
@@ -362,12 +448,14 @@ static int run_rx(const struct opts *o)
 	free(led.bits);
 	printf("{\"role\":\"rx\",\"delivered\":%" PRIu64 ",\"duplicates\":%" PRIu64
 	       ",\"order_violations\":%" PRIu64 ",\"reordered\":%" PRIu64 ",\"malformed\":%" PRIu64
-	       ",\"reconnects\":%" PRIu64 ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f}\n",
+	       ",\"reconnects\":%" PRIu64 ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f",
 	       got, dups, order, reordered, bad, reconnects, el, el > 0 ? (double)got / el : 0.0,
 	       cpu_s() - c0);
+	lat_print(&lat);
+	printf("}\n");
 	gw_close(cl);
 	free(next);
-	return got == o->expect && !dups && !order && !bad ? 0 : 1;
+	return (got == o->expect || !o->expect) && !dups && !order && !bad ? 0 : 1;
 }
 
 /* echo: every request answered with its own payload. */
@@ -380,12 +468,10 @@ static int run_echo(const struct opts *o)
 	rc = gw_service(cl, o->endpoint);
 	if (rc < 0)
 		return fail(o->endpoint, rc);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
 	fprintf(stderr, "gw-perf: echo ready on %s\n", o->endpoint);
 	uint64_t requests = 0, other = 0;
 	double c0 = cpu_s();
-	while (!stop) {
+	while (!live->stop) {
 		struct gw_msg m;
 		rc = gw_recv(cl, &m, 200);
 		if (rc == -ETIMEDOUT || rc == -EINTR)
@@ -397,6 +483,7 @@ static int run_echo(const struct opts *o)
 			continue;
 		}
 		requests++;
+		COUNT(requests, 1);
 		rc = gw_reply(cl, &m, m.data, m.len);
 		if (rc < 0)
 			return fail("reply", rc);
@@ -405,12 +492,6 @@ static int run_echo(const struct opts *o)
 	       requests, other, cpu_s() - c0);
 	gw_close(cl);
 	return 0;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
 }
 
 struct caller {
@@ -438,21 +519,24 @@ static int run_call(const struct opts *o)
 	}
 	for (int i = 0; i < 300 && !gw_node_up(cl, (uint16_t)o->node); i++)
 		nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
-	uint64_t total = o->msgs * o->writers, started = 0, done = 0, ok = 0, wrong = 0;
+	uint64_t total = o->msgs ? o->msgs * o->writers : UINT64_MAX, started = 0, done = 0;
+	uint64_t ok = 0, wrong = 0;
 	uint64_t e_timeout = 0, e_down = 0, e_unreach = 0, e_noent = 0, e_remote = 0, e_other = 0;
 	struct caller *callers = calloc(o->writers, sizeof(*callers));
 	uint32_t *by_slot = calloc(GW_CALLS_MAX, sizeof(*by_slot));
-	uint32_t *rtt_us = malloc(total * sizeof(*rtt_us));
+	static struct lat_hist rtt;
 	uint8_t *buf = calloc(1, o->size);
-	if (!callers || !by_slot || !rtt_us || !buf)
+	if (!callers || !by_slot || !buf)
 		return fail("memory", -ENOMEM);
 	double c0 = cpu_s();
 	uint64_t t0 = now_ns();
 	while (done < total) {
+		if (live->stop)
+			total = started; /* only the calls in flight still end */
 		/* Idle callers start their next call. */
 		for (unsigned w = 0; w < o->writers && started < total; w++) {
 			struct caller *c = &callers[w];
-			if (c->busy || c->seq >= o->msgs)
+			if (c->busy || (o->msgs && c->seq >= o->msgs))
 				continue;
 			struct perf_hdr h = { .magic = PERF_MAGIC, .writer = w, .seq = c->seq };
 			h.sent_ns = c->start_ns = now_ns();
@@ -477,7 +561,7 @@ static int run_call(const struct opts *o)
 		}
 		struct gw_msg m;
 		rc = gw_recv(cl, &m, started > done ? 1000 : 0);
-		if (rc == -ETIMEDOUT || rc == -EAGAIN)
+		if (rc == -ETIMEDOUT || rc == -EAGAIN || rc == -EINTR)
 			continue;
 		if (rc < 0)
 			return fail("recv", rc);
@@ -493,7 +577,9 @@ static int run_call(const struct opts *o)
 		if (m.error == 0) {
 			if (m.len == o->size && (memcpy(&h, m.data, sizeof(h)), h.magic == PERF_MAGIC) &&
 			    h.writer == (uint32_t)(c - callers) && h.seq == c->seq) {
-				rtt_us[ok++] = (uint32_t)((t - c->start_ns) / 1000);
+				lat_add(&rtt, t - c->start_ns);
+				ok++;
+				COUNT(calls_ok, 1);
 			} else {
 				wrong++;
 			}
@@ -510,36 +596,26 @@ static int run_call(const struct opts *o)
 		} else {
 			e_other++;
 		}
+		if (m.error)
+			COUNT(calls_failed, 1);
 		c->busy = false;
 		c->seq++;
 		done++;
 		progress(o, "calls", done, total, t0);
 	}
 	uint64_t t1 = now_ns();
-	qsort(rtt_us, ok, sizeof(*rtt_us), cmp_u32);
-	/* Buckets as in the reference thread: how many calls took how long. */
-	static const uint32_t edge_us[] = { 100, 1000, 10000, 100000 };
-	uint64_t bucket[5] = { 0 };
-	for (uint64_t i = 0, b = 0; i < ok; i++) {
-		while (b < 4 && rtt_us[i] >= edge_us[b])
-			b++;
-		bucket[b]++;
-	}
 	double el = (double)(t1 - t0) / 1e9;
 	printf("{\"role\":\"call\",\"calls\":%" PRIu64 ",\"ok\":%" PRIu64 ",\"wrong\":%" PRIu64
 	       ",\"timeout\":%" PRIu64 ",\"hostdown\":%" PRIu64 ",\"unreachable\":%" PRIu64
 	       ",\"noservice\":%" PRIu64 ",\"remote\":%" PRIu64 ",\"other\":%" PRIu64
-	       ",\"elapsed_s\":%.3f,\"calls_per_s\":%.0f,\"rtt_us\":{\"p50\":%u,\"p99\":%u,\"max\":%u}"
-	       ",\"rtt_hist\":{\"lt_100us\":%" PRIu64 ",\"lt_1ms\":%" PRIu64 ",\"lt_10ms\":%" PRIu64
-	       ",\"lt_100ms\":%" PRIu64 ",\"ge_100ms\":%" PRIu64 "},\"cpu_s\":%.3f}\n",
+	       ",\"elapsed_s\":%.3f,\"calls_per_s\":%.0f,\"cpu_s\":%.3f",
 	       total, ok, wrong, e_timeout, e_down, e_unreach, e_noent, e_remote, e_other, el,
-	       (double)total / el, ok ? rtt_us[ok / 2] : 0, ok ? rtt_us[ok * 99 / 100] : 0,
-	       ok ? rtt_us[ok - 1] : 0, bucket[0], bucket[1], bucket[2], bucket[3], bucket[4],
-	       cpu_s() - c0);
+	       (double)total / el, cpu_s() - c0);
+	lat_print(&rtt);
+	printf("}\n");
 	gw_close(cl);
 	free(callers);
 	free(by_slot);
-	free(rtt_us);
 	free(buf);
 	return ok + e_timeout + e_down + e_unreach + e_noent + e_remote + e_other == total && !wrong
 		       ? 0 : 1;
@@ -564,18 +640,20 @@ int main(int argc, char **argv)
 {
 	struct opts o = {
 		.writers = 1, .msgs = 1000, .size = 225, .writers_max = 1u << 20, .idle_timeout = 10,
-		.timeout_ms = 5000,
+		.timeout_ms = 5000, .burst = 1,
 	};
-	static const char *const modes[] = { "tx", "rx", "echo", "call" };
 	int mode = -1;
-	for (int i = 0; argc >= 2 && i < 4; i++)
-		if (!strcmp(argv[1], modes[i]))
+	for (int i = 0; argc >= 2 && i < PERF_MODES; i++)
+		if (!strcmp(argv[1], perf_mode_names[i]))
 			mode = i;
+	bool interactive = argc >= 2 && !strcmp(argv[1], "interactive");
+	if (interactive)
+		mode = PERF_TX;
 	if (mode < 0) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : (strcmp(argv[1], "-h") && strcmp(argv[1], "--help")) * 2;
 	}
-	bool tx = mode == 0 || mode == 3;
+	bool tx = mode == PERF_TX || mode == PERF_CALL;
 	static const struct option lo[] = {
 		{ "id-base", 1, NULL, 'b' }, { "rate", 1, NULL, 'r' }, { "expect", 1, NULL, 'x' },
 		{ "writers-max", 1, NULL, 'W' }, { "idle-timeout", 1, NULL, 't' },
@@ -584,7 +662,7 @@ int main(int argc, char **argv)
 		{ "ledger", 1, NULL, 'L' }, { "retry-unreachable", 0, NULL, 'U' },
 		{ "reconnect", 0, NULL, 'R' }, { "cast", 0, NULL, 'C' }, { "service", 0, NULL, 'C' },
 		{ "timeout-ms", 1, NULL, 'T' }, { "stop-on-down", 0, NULL, 'O' },
-		{ "stats-period", 1, NULL, 'P' }, { 0 },
+		{ "stats-period", 1, NULL, 'P' }, { "burst", 1, NULL, 'B' }, { 0 },
 	};
 	int c;
 	optind = 2;
@@ -612,8 +690,16 @@ int main(int argc, char **argv)
 		case 'O': o.stop_on_down = true; break;
 		case 'T': o.timeout_ms = atoi(optarg); break;
 		case 'P': o.stats_period = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'B': o.burst = (unsigned)strtoul(optarg, NULL, 0); break;
 		default: usage(stderr); return 2;
 		}
+	}
+	if (interactive) {
+		if (!o.sock) {
+			fprintf(stderr, "gw-perf: interactive needs -s SOCK (the gateway's socket)\n");
+			return 2;
+		}
+		return perf_cli(&o);
 	}
 	if (!o.sock || !o.endpoint || (tx && (!o.node || !o.writers)) ||
 	    (!tx && !o.writers_max) || (tx && o.id_base + o.writers > o.writers_max)) {
@@ -621,10 +707,21 @@ int main(int argc, char **argv)
 				"tx also needs -n NODE\n");
 		return 2;
 	}
-	if (mode == 3 && o.timeout_ms <= 0) {
+	if (mode == PERF_CALL && o.timeout_ms <= 0) {
 		fprintf(stderr, "gw-perf: --timeout-ms must be > 0\n");
 		return 2;
 	}
-	static int (*const run[])(const struct opts *) = { run_tx, run_rx, run_echo, run_call };
-	return run[mode](&o);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	return perf_run(mode, &o);
+}
+
+const char *const perf_mode_names[PERF_MODES] = { "tx", "rx", "echo", "call" };
+
+int perf_run(enum perf_mode mode, const struct opts *o)
+{
+	static int (*const run[PERF_MODES])(const struct opts *) = {
+		run_tx, run_rx, run_echo, run_call,
+	};
+	return run[mode](o);
 }

@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #define GW_CHAN_MAGIC 0x4e414843u /* "CHAN" */
-#define GW_CHAN_VERSION 1
+#define GW_CHAN_VERSION 2
 #define GW_MAX_NODES 256
 #define GW_CHAN_BURST 32
 
@@ -68,6 +68,9 @@ struct gw_chan_shm {
 	uint32_t tx_ring_off, tx_arena_off, tx_arena_size;
 	uint32_t rx_ring_off, rx_arena_off, rx_arena_size;
 	uint64_t nodes_up[GW_MAX_NODES / 64]; /* written by the gateway */
+	/* Written by the client, read for stats only: sends that found the
+	 * channel full (-EAGAIN), the backpressure this client felt. */
+	volatile uint64_t tx_full;
 	/* TX arena bytes before tx_tail may be reused by the client. */
 	alignas(64) volatile uint32_t tx_tail;
 	volatile uint32_t tx_wait;

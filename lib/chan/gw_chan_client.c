@@ -80,6 +80,7 @@ int gw_chan_send_hdr(struct gw_chan *c, uint16_t node, uint32_t ep, const void *
 		c->tail_cache = __atomic_load_n(&c->shm->tx_tail, __ATOMIC_ACQUIRE);
 		if (size - (c->head - c->tail_cache) < pad + len) {
 			c->seen_tail = c->tail_cache;
+			c->shm->tx_full++;
 			return -EAGAIN;
 		}
 	}
@@ -97,6 +98,7 @@ int gw_chan_send_hdr(struct gw_chan *c, uint16_t node, uint32_t ep, const void *
 		c->tail_cache = tail;
 		if (rte_ring_sp_enqueue_elem(c->tx_ring, &d, sizeof(d)) != 0) {
 			c->seen_tail = tail;
+			c->shm->tx_full++;
 			return -EAGAIN;
 		}
 	}

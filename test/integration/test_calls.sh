@@ -103,7 +103,7 @@ if rx.get("delivered") != 400000 or rx.get("duplicates") or rx.get("order_violat
 for n in ("calls1a", "calls1b", "calls3"):
     c = j(n)
     print(f"3. {n}: {c.get('ok')} ok of {c.get('calls')}, wrong {c.get('wrong')}, "
-          f"{c.get('calls_per_s')} calls/s, rtt p50 {c.get('rtt_us', {}).get('p50')} us")
+          f"{c.get('calls_per_s')} calls/s, rtt p50 {c.get('lat_us', {}).get('p50')} us")
     if c.get("ok") != 100000 or c.get("wrong") != 0: bad.append(f"{n}: {c}")
 
 lost, steady = j("lost"), j("steady")

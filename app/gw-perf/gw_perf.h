@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gw-perf internals: the options of a run, the live counters a run
+ * publishes as it goes, and the two front ends (main.c: command line;
+ * gw_perf_cli.c: the interactive prompt, testpmd style).
+ */
+#ifndef GW_PERF_H
+#define GW_PERF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct opts {
+	const char *sock, *endpoint;
+	unsigned node, writers, size, id_base, writers_max, idle_timeout, linger_ms, stall_s, delay_ms;
+	uint64_t delay_count;
+	const char *ledger; /* tx: rejected messages; rx: received ones (bitmaps) */
+	bool retry_unreachable, reconnect, cast, stop_on_down;
+	uint64_t msgs, expect; /* 0: until stopped */
+	uint64_t rate;         /* msg/s, 0 = unpaced; read live by tx */
+	unsigned burst;        /* tx: messages sent back to back per pacing step; read live */
+	int timeout_ms;
+	unsigned stats_period;
+};
+
+/* What a run has done so far; a run ends early when stop is set. */
+struct perf_live {
+	volatile int stop;
+	uint64_t sent, eagain, rejected, received, requests, calls_ok, calls_failed;
+};
+extern struct perf_live *live;
+
+enum perf_mode { PERF_TX, PERF_RX, PERF_ECHO, PERF_CALL, PERF_MODES };
+extern const char *const perf_mode_names[PERF_MODES];
+
+/* One run; prints its JSON summary on stdout. 0, 1 (verification failed) or 2. */
+int perf_run(enum perf_mode mode, const struct opts *o);
+
+/* The interactive prompt (gw-perf interactive); o holds the first settings. */
+int perf_cli(struct opts *o);
+
+#endif
