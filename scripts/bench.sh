@@ -71,10 +71,8 @@ for w in "${W[@]}"; do
             "$(date +%T)" "$k" "$n" "$name" "$w" $((rate * 4)) >&2
         if "$ROOT/scripts/pair.sh" --keep-ns --procs 4 --writers $((w / 4)) --msgs "$msgs" \
             --rate "$rate" --batch "$mode" >"$out/runs/sweep-$w-$mode.json" 2>"$out/runs/sweep-$w-$mode.err"; then
-            python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); i=int(sys.argv[2])
-print(f"{r[\"msgs_per_s\"]:>9,} delivered ({100*r[\"msgs_per_s\"]/i:.1f} %), "
-      f"{r[\"msgs_per_frame\"]} msgs/frame, p99 {r[\"lat_us\"][\"p99\"]/1000:.1f} ms")' \
-                "$out/runs/sweep-$w-$mode.json" $((rate * 4)) >&2
+            python3 "$ROOT/scripts/bench_report.py" --line "$out/runs/sweep-$w-$mode.json" \
+                $((rate * 4)) >&2
         else
             echo "FAILED (see $out/runs/sweep-$w-$mode.err)" >&2
         fi

@@ -15,6 +15,11 @@ import statistics
 import subprocess
 import sys
 
+if sys.argv[1] == "--line":  # bench_report.py --line RUN.json INTENDED: the progress line's end
+    r, intended = json.load(open(sys.argv[2])), int(sys.argv[3])
+    print(f"{r['msgs_per_s']:>9,} delivered ({100 * r['msgs_per_s'] / intended:.1f} %), "
+          f"{r['msgs_per_frame']} msgs/frame, p99 {r['lat_us']['p99'] / 1000:.1f} ms")
+    sys.exit(0)
 out, msgs, pause_ms = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 compare = sys.argv[4] if len(sys.argv) > 4 else ""
 tolerance = float(sys.argv[5]) if len(sys.argv) > 5 else 10.0
