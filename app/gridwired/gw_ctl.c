@@ -260,6 +260,15 @@ static int ctl_hello(struct gw_gateway *g, struct gw_client *cl, struct gw_ctl_m
 	for (unsigned n = 0; n < GW_MAX_NODES; n++)
 		if (g->peers[n].up || n == c->node_id)
 			cl->chan.shm->nodes_up[n / 64] |= 1ull << (n % 64);
+	/* Where the replies to this client's calls go: taken now, so that no
+	 * other client can hold the name (or its id) first. */
+	char reply_ep[GW_NAME_MAX];
+	gw_ctl_reply_ep_name(reply_ep, sizeof(reply_ep), cl->chan_id);
+	if ((rc = ep_add(g, reply_ep, cl->chan_id)) < 0) {
+		GW_LOG(ERR, "cannot register %s for a new client: %s", reply_ep, strerror(-rc));
+		gw_chan_close(&cl->chan);
+		return rc;
+	}
 	/* Channels are spread over the workers; all of one channel's
 	 * messages go through one worker and lane, which keeps their order. */
 	cl->worker = (uint16_t)(cl->chan_id % g->nlanes);
@@ -292,23 +301,14 @@ static int ctl_reply(int sock, struct gw_ctl_msg *m, const int *fds, int nfds)
 	return sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == sizeof(*m) ? 0 : -errno;
 }
 
-/* A reserved name may only be the client's own reply endpoint. */
-static bool reserved_ok(const char *name, uint16_t chan_id)
-{
-	char own[GW_NAME_MAX];
-	if (name[0] != GW_CTL_RESERVED)
-		return true;
-	gw_ctl_reply_ep_name(own, sizeof(own), chan_id);
-	return !strcmp(name, own);
-}
-
 /* The first node at or after m->arg that this gateway knows of. */
 static int ctl_node(struct gw_gateway *g, struct gw_ctl_msg *m)
 {
 	for (uint32_t n = m->arg ? m->arg : 1; n < GW_MAX_NODES; n++) {
 		const struct gw_peer *p = &g->peers[n];
 		bool self = n == g->cfg->node_id;
-		if (!self && !p->lanes)
+		/* Known: heard from, or configured (and maybe never heard). */
+		if (!self && !p->lanes && !(g->cfg->npeers && p->allowed))
 			continue;
 		m->arg = n;
 		m->arg2 = self ? GW_CTL_NODE_SELF | GW_CTL_NODE_UP : (p->up ? GW_CTL_NODE_UP : 0);
@@ -348,14 +348,14 @@ static bool ctl_request(struct gw_gateway *g, struct gw_client *cl)
 			m.status = -ENOTCONN;
 		else if (!gw_ctl_name_ok(m.name, sizeof(m.name)))
 			m.status = -EINVAL;
-		else if (!reserved_ok(m.name, cl->chan_id))
-			m.status = -EPERM;
+		else if (m.name[0] == GW_CTL_RESERVED)
+			m.status = -EPERM; /* the gateway's to give (the reply endpoint) */
 		else
 			m.status = ep_add(g, m.name, cl->chan_id);
 		m.arg = gw_ctl_ep_id(m.name);
 		break;
 	case GW_CTL_UNREGISTER:
-		m.status = ep_del(g, m.name, cl->chan_id);
+		m.status = m.name[0] == GW_CTL_RESERVED ? -EPERM : ep_del(g, m.name, cl->chan_id);
 		break;
 	case GW_CTL_NODE:
 		m.status = ctl_node(g, &m);

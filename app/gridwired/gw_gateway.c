@@ -248,7 +248,7 @@ static bool dest_open(struct gw_chan *c)
 	return true;
 }
 
-/* A REJECT for one of our clients: put it in the client's ring. */
+/* A REJECT for one of our clients (of a message for node): into the client's ring. */
 static int deliver_reject(struct gw_gateway *g, uint16_t node, uint16_t chan_id, uint32_t ep,
 			  uint32_t msg_id, int err, struct gw_chan **dst)
 {
@@ -260,7 +260,7 @@ static int deliver_reject(struct gw_gateway *g, uint16_t node, uint16_t chan_id,
 	*dst = c;
 	if (!dest_open(c))
 		return -ENOBUFS;
-	struct gw_chan_reject rj = { .err = err, .msg_id = msg_id };
+	struct gw_chan_reject rj = { .err = err, .msg_id = msg_id, .node = node };
 	struct gw_chan_desc d = {
 		.len = sizeof(rj), .node = node, .ep = ep, .chan = chan_id, .kind = GW_RK_REJECT,
 	};
@@ -284,8 +284,8 @@ static int reject_queue(struct gw_gateway *g, uint16_t node, const struct gw_rec
 		return 0;
 	}
 	struct gw_reject rj = {
-		.node = node, .src_chan = r->src_chan, .dst_ep = r->dst_ep, .msg_id = r->msg_id,
-		.err = err,
+		.node = node, .target = g->cfg->node_id, .src_chan = r->src_chan, .dst_ep = r->dst_ep,
+		.msg_id = r->msg_id, .err = err,
 	};
 	struct gw_worker *w = &g->workers[r->src_chan % g->nlanes];
 	return rte_ring_sp_enqueue_elem(w->rejq, &rj, sizeof(rj)) == 0 ? 0 : -EBUSY;
@@ -305,7 +305,10 @@ static int deliver_rec(struct gw_gateway *g, uint16_t src, const struct gw_rec *
 		if (r->len < sizeof(rj))
 			return 0;
 		memcpy(&rj, r->data, sizeof(rj));
-		return deliver_reject(g, src, r->src_chan, r->dst_ep, r->msg_id, rj.err, dst);
+		/* Made by the sender's own gateway (node down, no room), a REJECT
+		 * names the node; from a peer, it is the peer. */
+		return deliver_reject(g, rj.node ? rj.node : src, r->src_chan, r->dst_ep, r->msg_id,
+				      rj.err, dst);
 	}
 	struct gw_ep *e = gw_ctl_ep_find(g, r->dst_ep);
 	struct gw_chan *c = e ? gw_ctl_chan(g, e->chan_id) : NULL;

@@ -54,7 +54,8 @@ extern int gw_logtype;
 
 /* A REJECT owed to the sender of a message on a peer node. */
 struct gw_reject {
-	uint16_t node;
+	uint16_t node;   /* where the sender is: where the REJECT goes */
+	uint16_t target; /* the node the message was for */
 	uint16_t src_chan;
 	uint32_t dst_ep;
 	uint32_t msg_id;
@@ -121,6 +122,8 @@ struct gw_worker {
 	bool has_pending_rej;
 	/* giving up on a lost peer's frames: how far into the oldest one */
 	const void *abandon_frame;
+	uint16_t abandon_node;
+	uint32_t abandon_seq;
 	size_t abandon_off;
 	bool drain_seen; /* finished a step after the drain began */
 	uint64_t hist[GW_HIST_BUCKETS]; /* frames by messages in them: 1, 2-3, 4-7, ... */

@@ -80,7 +80,7 @@ static void batch_ship(void *ctx, struct gw_batch_frame *f)
 /* A REJECT record to rj->node (our own node: a local sender). */
 static int reject_add(struct gw_worker *w, const struct gw_reject *rj)
 {
-	struct gw_chan_reject body = { .err = rj->err, .msg_id = rj->msg_id };
+	struct gw_chan_reject body = { .err = rj->err, .msg_id = rj->msg_id, .node = rj->target };
 	struct gw_rec r = {
 		.kind = GW_RK_REJECT, .len = sizeof(body), .dst_ep = rj->dst_ep,
 		.src_chan = rj->src_chan, .msg_id = rj->msg_id, .data = (const uint8_t *)&body,
@@ -100,7 +100,8 @@ static int batch_reject(void *ctx, struct gw_chan *c, const struct gw_chan_msg *
 {
 	struct gw_worker *w = ctx;
 	struct gw_reject rj = {
-		.node = w->g->cfg->node_id, .src_chan = (uint16_t)c->chan_id, .dst_ep = msg->ep,
+		.node = w->g->cfg->node_id, .target = msg->node, .src_chan = (uint16_t)c->chan_id,
+		.dst_ep = msg->ep,
 		.msg_id = msg->msg_id, .err = err,
 	};
 	return reject_add(w, &rj);
@@ -145,8 +146,13 @@ static bool abandon(struct gw_worker *w)
 		struct gw_lane_tx *tx = &p->tx[w->lane];
 		struct rte_mbuf *m;
 		while (!__atomic_load_n(&p->up, __ATOMIC_ACQUIRE) && (m = gw_lane_tx_oldest(tx))) {
-			if (w->abandon_frame != m) {
+			/* The same mbuf may come back as another frame: the place
+			 * is (frame, node, seq). */
+			if (w->abandon_frame != m || w->abandon_node != g->known[k] ||
+			    w->abandon_seq != tx->una) {
 				w->abandon_frame = m;
+				w->abandon_node = g->known[k];
+				w->abandon_seq = tx->una;
 				w->abandon_off = 0;
 			}
 			size_t len;
@@ -156,7 +162,8 @@ static bool abandon(struct gw_worker *w)
 			while (gw_wire_rec_next(pl, len, &off, &r) == 1) {
 				if (r.kind == GW_RK_MSG) {
 					struct gw_reject rj = {
-						.node = g->cfg->node_id, .src_chan = r.src_chan,
+						.node = g->cfg->node_id, .target = g->known[k],
+						.src_chan = r.src_chan,
 						.dst_ep = r.dst_ep, .msg_id = r.msg_id, .err = -EHOSTDOWN,
 					};
 					if (reject_add(w, &rj) < 0)

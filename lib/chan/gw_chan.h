@@ -58,6 +58,8 @@ struct gw_chan_desc {
 struct gw_chan_reject {
 	int32_t err;     /* negative errno: why it was not delivered */
 	uint32_t msg_id; /* the sender's message number (0 = first send) */
+	uint16_t node;   /* the node it was for */
+	uint16_t rsv;
 };
 
 struct gw_chan_shm {

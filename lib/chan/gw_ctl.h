@@ -36,8 +36,8 @@ enum gw_ctl_op {
 
 /*
  * Names starting with '~' are the library's own: "~call.<channel id>" is
- * where the replies to a client's calls go, and only that client may
- * register it.
+ * where the replies to a client's calls go; the gateway registers it for
+ * each client at HELLO, and no client may register a '~' name.
  */
 #define GW_CTL_RESERVED '~'
 static inline void gw_ctl_reply_ep_name(char *buf, size_t cap, uint32_t chan_id)

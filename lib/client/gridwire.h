@@ -37,6 +37,8 @@
  *   -EREMOTEIO     the handler failed; the reply data is its reason
  *   -ENOBUFS       the service's ring was full and it did not drain it
  *   -ETIMEDOUT     no answer within the call's timeout
+ *   -EOVERFLOW     GW_CALL_KEEP messages are kept for gw_recv: receive them
+ *   -EBUSY         GW_CALLS_MAX calls are in flight
  */
 #ifndef GRIDWIRE_H
 #define GRIDWIRE_H
@@ -144,13 +146,13 @@ int gw_nodes(struct gw_client *cl, struct gw_node_info *out, unsigned max);
  *
  * gw_call() waits for its reply; messages that arrive meanwhile are kept
  * (in order) for gw_recv(), up to GW_CALL_KEEP of them, past which
- * gw_call returns -ENOBUFS: receive them first. gw_call_start() returns
+ * gw_call (and the patterns) return -EOVERFLOW: receive them first. gw_call_start() returns
  * at once and the outcome arrives through gw_recv() as a GW_MSG_REPLY, so
  * one thread can have up to GW_CALLS_MAX calls in flight.
  */
 #define GW_CALL_HDR 8
 #define GW_CALLS_MAX 4096
-#define GW_CALL_KEEP 65536
+#define GW_CALL_KEEP 4096
 
 int gw_service(struct gw_client *cl, const char *name);
 

@@ -4,8 +4,8 @@
  *
  * A request is a message to the service's endpoint with an 8-byte header
  * (type, call id) in front; its reply is a message back to the caller's
- * own endpoint "~call.<channel>" (which the gateway lets no other client
- * take), with the same call id. So both legs ride the batched path and
+ * own endpoint "~call.<channel>" (which the gateway registers for each
+ * client when it connects), with the same call id. So both legs ride the batched path and
  * the gateway knows nothing of calls. The caller keeps a table of calls
  * in flight: a reply, a REJECT of the request (by its message number), a
  * node going down or the deadline ends a call, whichever comes first;
@@ -92,11 +92,9 @@ static int calls_init(struct gw_client *cl)
 {
 	if (cl->calls)
 		return 0;
+	/* The gateway registered our reply endpoint when we connected. */
 	char name[GW_NAME_MAX];
 	gw_ctl_reply_ep_name(name, sizeof(name), cl->chan.chan_id);
-	int rc = gw_register(cl, name);
-	if (rc < 0)
-		return rc;
 	cl->calls = calloc(GW_CALLS_MAX, sizeof(*cl->calls));
 	cl->free_slots = malloc(GW_CALLS_MAX * sizeof(*cl->free_slots));
 	if (!cl->calls || !cl->free_slots) {
@@ -106,7 +104,7 @@ static int calls_init(struct gw_client *cl)
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < GW_CALLS_MAX; i++)
-		cl->free_slots[i] = GW_CALLS_MAX - 1 - i;
+		cl->free_slots[i] = i;
 	cl->nfree = GW_CALLS_MAX;
 	cl->reply_ep = gw_ctl_ep_id(name);
 	cl->next_deadline_ms = INT64_MAX;
@@ -134,7 +132,7 @@ static struct gw_call_slot *slot_of(struct gw_client *cl, uint32_t id)
 static void slot_free(struct gw_client *cl, struct gw_call_slot *s)
 {
 	s->id = 0;
-	cl->free_slots[cl->nfree++] = (uint32_t)(s - cl->calls);
+	cl->free_slots[(cl->free_head + cl->nfree++) % GW_CALLS_MAX] = (uint32_t)(s - cl->calls);
 	cl->ncalls--;
 }
 
@@ -157,6 +155,20 @@ void gw_call_forget(struct gw_client *cl, uint32_t id)
 	struct gw_call_slot *s = slot_of(cl, id);
 	if (s)
 		s->told = true;
+	/* An outcome made up already (a timeout, a node down) goes too. */
+	for (struct gw_kept **p = &cl->due.head, *prev = NULL; id && *p;) {
+		struct gw_kept *k = *p;
+		if (k->m.call_id != id) {
+			prev = k;
+			p = &k->next;
+			continue;
+		}
+		*p = k->next;
+		if (cl->due.tail == k)
+			cl->due.tail = prev;
+		cl->due.n--;
+		free(k);
+	}
 }
 
 /* Calls past their deadline, and calls to nodes that went down. */
@@ -179,6 +191,7 @@ static void calls_check(struct gw_client *cl, int64_t now)
 		if (now >= s->deadline_ms) {
 			if (!s->told)
 				call_fail(cl, s, -ETIMEDOUT);
+			cl->expired[cl->nexpired++ % GW_CALLS_MAX] = s->msg_id;
 			slot_free(cl, s);
 			continue;
 		}
@@ -223,10 +236,17 @@ static bool translate(struct gw_client *cl, const struct gw_chan_desc *d, const 
 			bool told = s->told;
 			m->kind = GW_MSG_REPLY;
 			m->call_id = s->id;
+			m->node = s->node;
 			slot_free(cl, s);
 			return !told;
 		}
+		unsigned n = cl->nexpired < GW_CALLS_MAX ? cl->nexpired : GW_CALLS_MAX;
+		for (unsigned i = 0; i < n; i++)
+			if (cl->expired[i] == r.msg_id)
+				return false; /* its call timed out before */
 		m->kind = GW_MSG_REJECT;
+		if (r.node)
+			m->node = r.node;
 		return true;
 	}
 	m->kind = GW_MSG_DATA;
@@ -326,7 +346,7 @@ int gw_call_next_outcome(struct gw_client *cl, const uint32_t *ids, unsigned n, 
 {
 	for (;;) {
 		if (cl->kept.n >= GW_CALL_KEEP)
-			return -ENOBUFS;
+			return -EOVERFLOW;
 		int rc = next_event(cl, m, -1);
 		if (rc < 0)
 			return rc;
@@ -379,7 +399,7 @@ int gw_call_start(struct gw_client *cl, uint16_t node, const char *service, cons
 	if (cl->nfree == 0)
 		return -EBUSY;
 	int64_t now = gw_client_now_ms();
-	uint32_t slot = cl->free_slots[cl->nfree - 1];
+	uint32_t slot = cl->free_slots[cl->free_head];
 	struct gw_call_slot *s = &cl->calls[slot];
 	/* A new id per use of the slot, never 0: stale replies do not match. */
 	uint32_t gen = s->gen + 1 < 1u << (32 - GW_SLOT_BITS) ? s->gen + 1 : 1;
@@ -389,6 +409,7 @@ int gw_call_start(struct gw_client *cl, uint16_t node, const char *service, cons
 	rc = gw_client_send(cl, node, gw_ctl_ep_id(service), &h, sizeof(h), req, len, timeout_ms);
 	if (rc < 0)
 		return rc;
+	cl->free_head = (cl->free_head + 1) % GW_CALLS_MAX;
 	cl->nfree--;
 	cl->ncalls++;
 	*s = (struct gw_call_slot){
@@ -396,6 +417,8 @@ int gw_call_start(struct gw_client *cl, uint16_t node, const char *service, cons
 	};
 	if (s->deadline_ms < cl->next_deadline_ms)
 		cl->next_deadline_ms = s->deadline_ms;
+	/* Up now (the send took it): its going down must fail this call. */
+	cl->nodes_seen[node / 64] |= 1ull << (node % 64);
 	*call_id = id;
 	return 0;
 }
@@ -404,6 +427,8 @@ int gw_call(struct gw_client *cl, uint16_t node, const char *service, const void
 	    size_t len, int timeout_ms, struct gw_msg *reply)
 {
 	uint32_t id;
+	if (cl->kept.n >= GW_CALL_KEEP)
+		return -EOVERFLOW; /* nothing sent: receive what is kept first */
 	int rc = gw_call_start(cl, node, service, req, len, timeout_ms, &id);
 	if (rc < 0)
 		return rc;

@@ -107,6 +107,8 @@ const char *gw_strerror(int err)
 	case -ENOBUFS: return "the destination is not reading (its ring stayed full)";
 	case -ETIMEDOUT: return "timed out";
 	case -EPIPE: return "the gateway went away";
+	case -EOVERFLOW: return "too many messages kept during calls: gw_recv them";
+	case -EBUSY: return "too many calls in flight";
 	default: return strerror(err < 0 ? -err : err);
 	}
 }
@@ -270,6 +272,10 @@ int gw_client_raw_recv(struct gw_client *cl, struct gw_chan_desc *d, const uint8
 			cl->dead = true;
 		if (rc < 0 && rc != -ETIMEDOUT)
 			return rc;
+		/* Woken with nothing to read: the gateway says a node went down;
+		 * the caller looks at its calls (and waits again). */
+		if (rc == 0 && !gw_chan_rx_ready(&cl->chan))
+			return -ETIMEDOUT;
 	}
 	if (rc < 0)
 		return -EPIPE;

@@ -94,7 +94,7 @@ int gw_call_one(struct gw_client *cl, const uint16_t *nodes, unsigned n, const c
 	for (unsigned i = 0; i < n; i++) {
 		struct gw_msg m;
 		int rc = gw_call(cl, nodes[i], service, req, len, timeout_ms, &m);
-		if (rc == -ENOBUFS || rc == -EPIPE || rc == -EINVAL)
+		if (rc == -EOVERFLOW || rc == -EPIPE || rc == -EINVAL)
 			return rc;
 		/* A badrpc is only the answer when nothing better came. */
 		if (rc == 0 || counts(rc, flags) || badrpc(last)) {
@@ -122,7 +122,8 @@ static int start_all(struct gw_client *cl, const uint16_t *nodes, unsigned n,
 				gw_call_forget(cl, ids[k]);
 			return rc;
 		}
-		result_set(&res[i], nodes[i], rc, NULL);
+		/* A started call has no outcome yet: canceled, unless one comes. */
+		result_set(&res[i], nodes[i], rc ? rc : -ECANCELED, NULL);
 		*pending += rc == 0;
 	}
 	return 0;
@@ -206,27 +207,10 @@ static void results_init(struct gw_result *res, const uint16_t *nodes, unsigned 
 		result_set(&res[i], nodes[i], -ECANCELED, NULL);
 }
 
-int gw_call_all(struct gw_client *cl, const uint16_t *nodes, unsigned n, const char *service,
-		const void *req, size_t len, int timeout_ms, unsigned flags,
-		struct gw_result *res)
-{
-	results_init(res, nodes, n);
-	int rc = call_each(cl, nodes, n, service, req, len, timeout_ms, res, false);
-	if (rc < 0)
-		return rc;
-	unsigned ok = 0;
-	for (unsigned i = 0; i < n; i++) {
-		if (counts(res[i].error, flags))
-			return res[i].error;
-		ok += res[i].error == 0;
-	}
-	/* Ignoring badrpc does not make "nobody could be asked" a success. */
-	return ok ? 0 : res[n - 1].error;
-}
-
-int gw_call_all_wait(struct gw_client *cl, const uint16_t *nodes, unsigned n,
-		     const char *service, const void *req, size_t len, int timeout_ms,
-		     struct gw_result *res)
+/* Calls to every node, every outcome in res: how many answered ok, or a negative errno. */
+static int call_all_outcomes(struct gw_client *cl, const uint16_t *nodes, unsigned n,
+			     const char *service, const void *req, size_t len, int timeout_ms,
+			     struct gw_result *res)
 {
 	results_init(res, nodes, n);
 	int rc = call_each(cl, nodes, n, service, req, len, timeout_ms, res, false);
@@ -236,4 +220,25 @@ int gw_call_all_wait(struct gw_client *cl, const uint16_t *nodes, unsigned n,
 	for (unsigned i = 0; i < n; i++)
 		ok += res[i].error == 0;
 	return ok;
+}
+
+int gw_call_all(struct gw_client *cl, const uint16_t *nodes, unsigned n, const char *service,
+		const void *req, size_t len, int timeout_ms, unsigned flags,
+		struct gw_result *res)
+{
+	int ok = call_all_outcomes(cl, nodes, n, service, req, len, timeout_ms, res);
+	if (ok < 0)
+		return ok;
+	for (unsigned i = 0; i < n; i++)
+		if (counts(res[i].error, flags))
+			return res[i].error;
+	/* Ignoring badrpc does not make "nobody could be asked" a success. */
+	return ok ? 0 : res[n - 1].error;
+}
+
+int gw_call_all_wait(struct gw_client *cl, const uint16_t *nodes, unsigned n,
+		     const char *service, const void *req, size_t len, int timeout_ms,
+		     struct gw_result *res)
+{
+	return call_all_outcomes(cl, nodes, n, service, req, len, timeout_ms, res);
 }

@@ -155,6 +155,8 @@ static void check_single(struct gw_client *cl, const char *svc, const struct rol
 	check(rc == -ETIMEDOUT, "call timeout", "rc %d (%s)", rc, strerror(-rc));
 	rc = gw_call(cl, r->ok[0], svc, "ping", 4, 0, &m);
 	check(rc == -EINVAL, "call without timeout refused", "rc %d", rc);
+	rc = gw_register(cl, "~call.1");
+	check(rc == -EPERM, "reply endpoints cannot be taken", "rc %d", rc);
 	uint8_t big[65536] = { 0 };
 	rc = gw_call(cl, r->ok[0], svc, big, gw_msg_max(cl) - GW_CALL_HDR + 1, r->timeout_ms, &m);
 	check(rc == -EMSGSIZE, "call too big", "rc %d", rc);
