@@ -42,7 +42,7 @@ one_mode() { # MODE REP: gateways up, the three workloads, gateways down
     ip netns exec gwb "$BIN/gw-perf" echo -s "$B" -e echo >"$work/echo.json" 2>"$work/echo.err" &
     local echo_pid=$!
     gw_cleanup_push _gw_stop_pid "$echo_pid"
-    for _ in $(seq 100); do grep -q ready "$work/echo.err" && break; sleep 0.1; done
+    gw_wait_ready "$work/echo.err" ready "$echo_pid" "the echo service"
 
     gw_log "calls: $mode, low load (1 caller x $lowcalls calls)"
     ip netns exec gwa "$BIN/gw-perf" call -s "$A" -n 2 -e echo -w 1 -m "$lowcalls" >"$work/low.json"

@@ -178,12 +178,19 @@ gw_rx_start() {
         >"$work/$name.json" 2>"$work/$name.err" &
     GW_PID_RX=$!
     gw_cleanup_push _gw_stop_pid "$GW_PID_RX"
+    gw_wait_ready "$work/$name.err" "rx ready" "$GW_PID_RX" "receiver $name"
+}
+
+# gw_wait_ready FILE TEXT PID WHAT: until FILE says TEXT (up to 30 s); dies,
+# showing FILE, if PID ends first or the time runs out.
+gw_wait_ready() {
+    local file=$1 text=$2 pid=$3 what=$4
     for _ in $(seq 300); do
-        grep -q "rx ready" "$work/$name.err" 2>/dev/null && return 0
-        kill -0 "$GW_PID_RX" 2>/dev/null || { cat "$work/$name.err" >&2; gw_die "receiver $name did not start"; }
+        grep -q "$text" "$file" 2>/dev/null && return 0
+        kill -0 "$pid" 2>/dev/null || { cat "$file" >&2; gw_die "$what did not start"; }
         sleep 0.1
     done
-    gw_die "receiver $name did not register in 30 s"
+    gw_die "$what did not start in 30 s"
 }
 
 # gw_pair_bg OUT pair.sh-args...: a verified run (scripts/pair.sh, on the
@@ -195,12 +202,7 @@ gw_pair_bg() {
     "$_GW_LIB_ROOT/scripts/pair.sh" --keep-ns "$@" >"$out" 2>&1 &
     GW_PID_PAIR=$!
     gw_cleanup_push _gw_stop_pid "$GW_PID_PAIR"
-    for _ in $(seq 300); do
-        grep -q "pair: .* processes" "$out" && return 0
-        kill -0 "$GW_PID_PAIR" 2>/dev/null || { cat "$out" >&2; gw_die "the run did not start"; }
-        sleep 0.1
-    done
-    gw_die "the run did not start in 30 s"
+    gw_wait_ready "$out" "pair: .* processes" "$GW_PID_PAIR" "the run"
 }
 
 # gw_workdir NAME: set $work to a fresh /tmp/gridwire-NAME.XXXXXX, removed

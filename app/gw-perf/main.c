@@ -61,7 +61,10 @@ struct perf_hdr {
 
 #define PERF_MAX_EPS 16
 
-#define COUNT(field, n) __atomic_fetch_add(&live->field, (n), __ATOMIC_RELAXED)
+/* Each counter has one writer (the run); readers only look: no locked add. */
+#define COUNT(field, n) \
+	__atomic_store_n(&live->field, __atomic_load_n(&live->field, __ATOMIC_RELAXED) + (n), \
+			 __ATOMIC_RELAXED)
 
 struct perf_live *live = &(struct perf_live){ 0 };
 

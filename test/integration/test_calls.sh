@@ -28,12 +28,7 @@ bg() {
     gw_cleanup_push _gw_stop_pid "${PID[$name]}"
 }
 ready() { # NAME WORD: wait until the client's stderr says WORD
-    for _ in $(seq 100); do
-        grep -q "$2" "$work/$1.err" && return 0
-        kill -0 "${PID[$1]}" 2>/dev/null || { cat "$work/$1.err" >&2; gw_die "$1 died"; }
-        sleep 0.1
-    done
-    gw_die "$1 did not start"
+    gw_wait_ready "$work/$1.err" "$2" "${PID[$1]}" "$1"
 }
 
 gw_log "1. calls and patterns"
