@@ -115,8 +115,18 @@ static bool drain(struct gw_batcher *b, struct gw_chan *c, unsigned *taken)
 unsigned gw_batch_pass(struct gw_batcher *b, struct gw_chan *const *chans, unsigned nchans)
 {
 	unsigned taken = 0;
-	for (unsigned k = 0; k < nchans; k++)
-		drain(b, chans[k], &taken);
+	/* When windows are the limit, the room a pass finds goes to the
+	 * channels first in line: start each pass after the one a window
+	 * stopped last time, or the later channels would never get any. */
+	unsigned start = nchans ? b->first % nchans : 0;
+	bool stopped = false;
+	for (unsigned j = 0; j < nchans; j++) {
+		unsigned k = (start + j) % nchans;
+		if (!drain(b, chans[k], &taken) && !stopped) {
+			stopped = true;
+			b->first = k + 1;
+		}
+	}
 	/* Never wait for a frame to fill: ship whatever this pass gathered. */
 	for (unsigned k = 0; k < b->nopen; k++) {
 		struct gw_batch_frame *f = &b->open[b->open_nodes[k]];

@@ -57,6 +57,7 @@ struct gw_batcher {
 	uint16_t max_rec;  /* records per frame; 1 turns batching off */
 	uint16_t quantum;  /* messages per channel per pass */
 	uint16_t nopen;
+	unsigned first;    /* where the next pass starts: after the channel a window cut off */
 	uint16_t open_nodes[GW_MAX_NODES];
 	struct gw_batch_frame open[GW_MAX_NODES];
 	/* counters */

@@ -247,6 +247,31 @@ static void test_two_destinations(void)
 	rig_fini(&r);
 }
 
+/* A window that opens a frame at a time still serves every channel in turn. */
+static void test_window_fairness(void)
+{
+	struct rig r;
+	rig_init(&r, 1, 4096, 0);
+	send_n(&r, 0, 2, 0, 50);
+	send_n(&r, 1, 2, 0, 50);
+	unsigned got[2] = { 0, 0 };
+	for (int pass = 0; pass < 40; pass++) {
+		r.k->window = 1; /* one frame's room per pass, as a busy lane gives */
+		unsigned before = r.k->nframes;
+		gw_batch_pass(&r.b, r.chans, 2);
+		for (unsigned f = before; f < r.k->nframes; f++) {
+			size_t off = 0;
+			struct gw_rec rec;
+			while (gw_wire_rec_next(r.k->f[f].buf, r.k->f[f].used, &off, &rec) == 1)
+				got[rec.src_chan - 10]++;
+		}
+	}
+	/* Alternating, not all to the first channel. */
+	CU_ASSERT_EQUAL(got[0], 20);
+	CU_ASSERT_EQUAL(got[1], 20);
+	rig_fini(&r);
+}
+
 /* The quantum keeps one busy client from starving another. */
 static void test_quantum_fairness(void)
 {
@@ -271,6 +296,7 @@ static const struct gw_test_case cases[] = {
 	{ "full window holds the channel", test_window_backpressure },
 	{ "unreachable node rejected", test_unreachable_rejected },
 	{ "two destinations keep order", test_two_destinations },
+	{ "a window opening a frame at a time serves every channel", test_window_fairness },
 	{ "quantum fairness", test_quantum_fairness },
 	{ NULL, NULL },
 };
