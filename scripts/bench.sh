@@ -33,7 +33,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT=$(gw_root)
 BIN=$ROOT/build/app
-points=2000,10000,20000,50000,100000,150000,200000
+points=2000,10000,20000,50000,100000,200000,300000,400000
 msgs=20 pause_ms=100 reps=3 max_msgs=10000 refs=1 compare="" tolerance=10
 while (($#)); do
     case $1 in
