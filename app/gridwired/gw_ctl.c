@@ -312,6 +312,7 @@ static int ctl_node(struct gw_gateway *g, struct gw_ctl_msg *m)
 			continue;
 		m->arg = n;
 		m->arg2 = self ? GW_CTL_NODE_SELF | GW_CTL_NODE_UP : (p->up ? GW_CTL_NODE_UP : 0);
+		m->arg2 |= (self ? gw_gateway_caps(g) : p->caps) << GW_CTL_NODE_CAPS_SHIFT;
 		snprintf(m->name, sizeof(m->name), "%s", self ? g->cfg->node_name : p->name);
 		return 0;
 	}

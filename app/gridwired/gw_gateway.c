@@ -157,12 +157,19 @@ static struct gw_peer *peer_heard(struct gw_gateway *g, const struct gw_hdr *h,
 	return p;
 }
 
+uint32_t gw_gateway_caps(const struct gw_gateway *g)
+{
+	return (g->auth_on ? GW_CAP_AUTH : 0) | (g->cfg->batch_max != 1 ? GW_CAP_BATCHING : 0);
+}
+
 static void hello_send(struct gw_gateway *g)
 {
 	struct rte_mbuf *m = gw_frame_alloc(g, &g->st);
 	if (!m)
 		return;
-	struct gw_hello hello = { .interval_ms = (uint16_t)g->cfg->hello_ms };
+	struct gw_hello hello = {
+		.interval_ms = (uint16_t)g->cfg->hello_ms, .caps = gw_gateway_caps(g),
+	};
 	snprintf(hello.name, sizeof(hello.name), "%s", g->cfg->node_name);
 	struct gw_hdr h = { .type = GW_FT_HELLO, .dst_node = 0xffff };
 	h.len = (uint32_t)gw_wire_hello_put(rte_pktmbuf_mtod(m, uint8_t *) + GW_FRAME_MIN, &hello);
@@ -186,6 +193,7 @@ static void on_hello(struct gw_gateway *g, const struct gw_hdr *h, const uint8_t
 	if (p->epoch != h->epoch && p->epoch)
 		GW_LOG(NOTICE, "peer %u (%s) restarted", h->src_node, hello.name);
 	p->epoch = h->epoch;
+	p->caps = hello.caps;
 	snprintf(p->name, sizeof(p->name), "%s", hello.name);
 	peer_set_up(g, h->src_node, p, true);
 }

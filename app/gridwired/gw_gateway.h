@@ -98,6 +98,7 @@ struct gw_peer {
 	bool up;      /* heard from within peer_timeout */
 	bool lanes;   /* lane state allocated (read by workers with acquire) */
 	uint32_t epoch;
+	uint32_t caps; /* GW_CAP_* from its last HELLO */
 	uint64_t last_heard_ns;
 	struct gw_addr addr;
 	char name[GW_NAME_MAX];
@@ -209,6 +210,8 @@ int gw_stats_register(struct gw_gateway *g);
 
 /* Shared by the roles (gw_gateway.c). */
 uint64_t gw_clock_ns(void);
+/* This gateway's GW_CAP_* bits, as its hellos announce them. */
+uint32_t gw_gateway_caps(const struct gw_gateway *g);
 struct rte_mbuf *gw_frame_alloc(struct gw_gateway *g, struct gw_counters *st);
 void gw_frame_send(struct gw_gateway *g, struct gw_txq *q, struct gw_counters *st,
 		   struct rte_mbuf *m, const struct gw_addr *dst, struct gw_hdr *h);

@@ -195,6 +195,7 @@ static int cmd_peer(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_string(d, "name", name);
 	rte_tel_data_add_dict_u64(d, "up", p->up);
 	rte_tel_data_add_dict_u64(d, "epoch", p->epoch);
+	rte_tel_data_add_dict_u64(d, "caps", p->caps);
 	rte_tel_data_add_dict_u64(d, "heard_ms_ago", (gw_clock_ns() - p->last_heard_ns) / 1000000);
 	return 0;
 }

@@ -124,8 +124,9 @@ int main(int argc, char **argv)
 		struct gw_node_info info[64];
 		int k = gw_nodes(cl, info, 64);
 		for (int i = 0; i < k && i < 64; i++)
-			printf("node %u %s %s%s\n", info[i].id, info[i].name, info[i].up ? "up" : "down",
-			       info[i].self ? " (this node)" : "");
+			printf("node %u %s %s%s%s\n", info[i].id, info[i].name,
+			       info[i].up ? "up" : "down", info[i].self ? " (this node)" : "",
+			       info[i].caps & GW_NODE_AUTH ? ", authenticated" : "");
 		rc = k < 0;
 	} else if (!strcmp(cmd, "put") && optind + 2 < argc && n) {
 		snprintf(req, sizeof(req), "put %s %s", argv[optind + 1], argv[optind + 2]);

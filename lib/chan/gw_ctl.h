@@ -33,6 +33,7 @@ enum gw_ctl_op {
 
 #define GW_CTL_NODE_UP 1u
 #define GW_CTL_NODE_SELF 2u
+#define GW_CTL_NODE_CAPS_SHIFT 8 /* the node's GW_CAP_* bits, above the flags */
 
 /*
  * Names starting with '~' are the library's own: "~call.<channel id>" is

@@ -117,10 +117,14 @@ int gw_recv(struct gw_client *cl, struct gw_msg *m, int timeout_ms);
 
 /* --- nodes --- */
 
+#define GW_NODE_AUTH 1u     /* its frames are authenticated ([auth] key_file) */
+#define GW_NODE_BATCHING 2u /* it batches (proto.batch_max != 1) */
+
 struct gw_node_info {
 	uint16_t id;
-	int up;   /* reachable now (hellos heard within the peer timeout) */
-	int self; /* this gateway's own node */
+	int up;        /* reachable now (hellos heard within the peer timeout) */
+	int self;      /* this gateway's own node */
+	unsigned caps; /* GW_NODE_*, as its last hello said */
 	char name[32];
 };
 

@@ -97,6 +97,9 @@ void gw_close(struct gw_client *cl)
 	free(cl);
 }
 
+_Static_assert(GW_NODE_AUTH == GW_CAP_AUTH && GW_NODE_BATCHING == GW_CAP_BATCHING,
+	       "gridwire.h and the HELLO say the same");
+
 const char *gw_strerror(int err)
 {
 	switch (err) {
@@ -299,6 +302,7 @@ int gw_nodes(struct gw_client *cl, struct gw_node_info *out, unsigned max)
 			out[n] = (struct gw_node_info){
 				.id = (uint16_t)m.arg, .up = !!(m.arg2 & GW_CTL_NODE_UP),
 				.self = !!(m.arg2 & GW_CTL_NODE_SELF),
+				.caps = m.arg2 >> GW_CTL_NODE_CAPS_SHIFT,
 			};
 			m.name[sizeof(m.name) - 1] = '\0';
 			snprintf(out[n].name, sizeof(out[n].name), "%s", m.name);

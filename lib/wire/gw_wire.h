@@ -83,6 +83,10 @@ struct gw_ack {
 	uint8_t sack[GW_SACK_BITS / 8];
 };
 
+/* HELLO capability bits: how the sender runs, for its peers to show. */
+#define GW_CAP_AUTH 1u     /* its frames carry an [auth] tag */
+#define GW_CAP_BATCHING 2u /* it packs several messages per frame (batch_max != 1) */
+
 /* HELLO payload. */
 struct gw_hello {
 	uint32_t caps;

@@ -120,16 +120,20 @@ static void check_nodes(struct gw_client *cl, const struct roles *r)
 {
 	struct gw_node_info nodes[64];
 	int n = gw_nodes(cl, nodes, 64);
-	unsigned up = 0, self = 0;
+	unsigned up = 0, self = 0, batching = 0;
 	bool absent_seen = false;
 	for (int i = 0; i < n && i < 64; i++) {
 		up += nodes[i].up;
+		batching += nodes[i].up && nodes[i].caps == GW_NODE_BATCHING;
 		self += nodes[i].self && nodes[i].id == gw_local_node(cl);
 		absent_seen |= nodes[i].id == r->absent && nodes[i].up;
 	}
 	/* Every ok node and the failing one are up gateways (self included). */
 	check(n >= (int)r->nok + 1 && up >= r->nok + 1 && self == 1 && !absent_seen, "nodes",
 	      "%d nodes, %u up, self %u, absent node seen up %d", n, up, self, absent_seen);
+	/* The mesh batches and does not authenticate: what each hello says. */
+	check(batching == up, "node capabilities", "%u of %u up nodes say batching only",
+	      batching, up);
 }
 
 static void check_single(struct gw_client *cl, const char *svc, const struct roles *r)
