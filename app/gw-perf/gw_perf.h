@@ -21,6 +21,7 @@ struct opts {
 	unsigned burst;        /* tx: messages sent back to back per pacing step; read live */
 	int timeout_ms;
 	unsigned stats_period;
+	unsigned duration_s; /* end the run after this long (0: by count, or SIGINT) */
 };
 
 /* What a run has done so far; a run ends early when stop is set. */

@@ -18,7 +18,8 @@
  * MSGS calls each; every reply must carry its own call's payload. It
  * reports calls/s, round-trip percentiles and every failure by kind.
  * --stop-on-down ends a call run once its node is down, when the calls in
- * flight have ended. --stats-period S prints a progress line every S
+ * flight have ended. --duration S ends any run after S seconds (with -m 0,
+ * a run by time; otherwise whichever comes first). --stats-period S prints a progress line every S
  * seconds (tx, call).
  *
  * tx: WRITERS logical senders take turns; each sends MSGS messages of SIZE
@@ -636,7 +637,8 @@ static void usage(FILE *f)
 		   "       gw-perf echo -s SOCK -e SERVICE\n"
 		   "       gw-perf call -s SOCK -n NODE -e SERVICE [-w CALLERS] [-m CALLS] [-z SIZE]\n"
 		   "                 [--timeout-ms MS] [--stop-on-down]\n"
-		   "       tx --cast / rx --service: casts to a service; tx, call: --stats-period S\n");
+		   "       tx --cast / rx --service: casts to a service; tx, call: --stats-period S\n"
+		   "       any mode: --duration S (with -m 0: run for S seconds)\n");
 }
 
 int main(int argc, char **argv)
@@ -665,7 +667,8 @@ int main(int argc, char **argv)
 		{ "ledger", 1, NULL, 'L' }, { "retry-unreachable", 0, NULL, 'U' },
 		{ "reconnect", 0, NULL, 'R' }, { "cast", 0, NULL, 'C' }, { "service", 0, NULL, 'C' },
 		{ "timeout-ms", 1, NULL, 'T' }, { "stop-on-down", 0, NULL, 'O' },
-		{ "stats-period", 1, NULL, 'P' }, { "burst", 1, NULL, 'B' }, { 0 },
+		{ "stats-period", 1, NULL, 'P' }, { "burst", 1, NULL, 'B' },
+		{ "duration", 1, NULL, 'u' }, { 0 },
 	};
 	int c;
 	optind = 2;
@@ -694,6 +697,7 @@ int main(int argc, char **argv)
 		case 'T': o.timeout_ms = atoi(optarg); break;
 		case 'P': o.stats_period = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'B': o.burst = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'u': o.duration_s = (unsigned)strtoul(optarg, NULL, 0); break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -716,6 +720,8 @@ int main(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGALRM, on_signal);
+	alarm(o.duration_s); /* the run stops as on SIGINT: summary and all */
 	return perf_run(mode, &o);
 }
 
