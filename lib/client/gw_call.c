@@ -132,6 +132,7 @@ static struct gw_call_slot *slot_of(struct gw_client *cl, uint32_t id)
 static void slot_free(struct gw_client *cl, struct gw_call_slot *s)
 {
 	s->id = 0;
+	cl->ended[cl->nended++ % GW_CALLS_MAX] = s->msg_id;
 	cl->free_slots[(cl->free_head + cl->nfree++) % GW_CALLS_MAX] = (uint32_t)(s - cl->calls);
 	cl->ncalls--;
 }
@@ -191,7 +192,6 @@ static void calls_check(struct gw_client *cl, int64_t now)
 		if (now >= s->deadline_ms) {
 			if (!s->told)
 				call_fail(cl, s, -ETIMEDOUT);
-			cl->expired[cl->nexpired++ % GW_CALLS_MAX] = s->msg_id;
 			slot_free(cl, s);
 			continue;
 		}
@@ -240,10 +240,10 @@ static bool translate(struct gw_client *cl, const struct gw_chan_desc *d, const 
 			slot_free(cl, s);
 			return !told;
 		}
-		unsigned n = cl->nexpired < GW_CALLS_MAX ? cl->nexpired : GW_CALLS_MAX;
+		unsigned n = cl->nended < GW_CALLS_MAX ? cl->nended : GW_CALLS_MAX;
 		for (unsigned i = 0; i < n; i++)
-			if (cl->expired[i] == r.msg_id)
-				return false; /* its call timed out before */
+			if (cl->ended[i] == r.msg_id)
+				return false; /* a request whose call has ended */
 		m->kind = GW_MSG_REJECT;
 		if (r.node)
 			m->node = r.node;

@@ -52,9 +52,10 @@ struct gw_client {
 	struct gw_call_slot *calls; /* GW_CALLS_MAX */
 	uint32_t *free_slots; /* a FIFO, so a slot (and its ids) comes back as late as can be */
 	unsigned free_head, nfree, ncalls;
-	/* requests of calls that timed out: a REJECT of one is no news */
-	uint32_t expired[GW_CALLS_MAX];
-	unsigned nexpired;
+	/* requests of the last calls that ended: a REJECT of one is no news
+	 * (a request answered, then given up with its node, or timed out) */
+	uint32_t ended[GW_CALLS_MAX];
+	unsigned nended;
 	int64_t next_deadline_ms; /* no call is due before this */
 	uint64_t nodes_seen[GW_MAX_NODES / 64]; /* nodes up at the last look */
 	struct gw_kept_queue kept; /* for gw_recv, in arrival order */

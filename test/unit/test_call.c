@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The call layer of libgridwire (lib/client/gw_call.c, gw_multi.c) against
+ * a fake gateway in this process: a thread answers the control socket
+ * (HELLO with a real gw_chan region, REGISTER, NODE) and, when asked,
+ * plays the far side: it reads requests from the channel's TX ring and
+ * delivers replies, REJECTs and other messages into its RX ring. No EAL,
+ * no wire: what is tested is how calls end (reply, failure, REJECT,
+ * timeout, node down), what happens to late outcomes, and the patterns'
+ * policies, deterministically.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "gridwire.h"
+#include "gw_chan.h"
+#include "gw_ctl.h"
+#include "gw_test.h"
+
+#define CHAN_ID 5
+#define SELF 1
+
+/* The request header of gw_call.c, as a far side reads and writes it. */
+struct call_hdr {
+	uint8_t magic, type;
+	uint16_t rsv;
+	uint32_t call_id;
+};
+enum { CT_CAST = 1, CT_CALL = 2, CT_OK = 3, CT_FAIL = 4 };
+
+/* What the far side does with each request (set by a test). */
+enum far_mode { FAR_NONE, FAR_OK_AFTER_DATA, FAR_FAIL_NODE3 };
+
+static struct {
+	char path[108];
+	int lsock;
+	pthread_t thread;
+	struct gw_chan gw; /* the gateway's end of the client's channel */
+	volatile int stop, mode, data_before;
+	volatile uint64_t requests;
+} fake;
+
+static int ctl_reply(int s, struct gw_ctl_msg *m, const int *fds, int nfds)
+{
+	char cbuf[CMSG_SPACE(3 * sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (nfds) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+	}
+	return sendmsg(s, &mh, MSG_NOSIGNAL) == sizeof(*m) ? 0 : -1;
+}
+
+static void ctl_answer(int s, struct gw_ctl_msg *m)
+{
+	int fds[3], nfds = 0;
+	m->status = 0;
+	if (m->op == GW_CTL_HELLO) {
+		struct gw_chan_params p = { .ring_count = 8192, .arena_size = 1 << 22, .msg_max = 8192 };
+		if (gw_chan_create(&fake.gw, CHAN_ID, SELF, &p) < 0) {
+			m->status = -ENOMEM;
+		} else {
+			/* Nodes 1 (us) and 2 are up; 3 is known but down. */
+			fake.gw.shm->nodes_up[0] = 1ull << 1 | 1ull << 2;
+			m->arg = CHAN_ID;
+			m->arg2 = SELF;
+			fds[0] = fake.gw.memfd;
+			fds[1] = fake.gw.efd_rx;
+			fds[2] = fake.gw.efd_tx;
+			nfds = 3;
+		}
+	} else if (m->op == GW_CTL_NODE) {
+		static const uint32_t flags[] = { 0, GW_CTL_NODE_SELF | GW_CTL_NODE_UP, GW_CTL_NODE_UP, 0 };
+		if (m->arg < 1)
+			m->arg = 1;
+		if (m->arg > 3) {
+			m->status = -ENOENT;
+		} else {
+			m->arg2 = flags[m->arg] | GW_CAP_BATCHING << GW_CTL_NODE_CAPS_SHIFT;
+			snprintf(m->name, sizeof(m->name), "n%u", m->arg);
+		}
+	} else if (m->op != GW_CTL_REGISTER && m->op != GW_CTL_UNREGISTER) {
+		m->status = -EOPNOTSUPP;
+	}
+	ctl_reply(s, m, fds, nfds);
+}
+
+/* Into the client's RX ring, as the receiver role would. */
+static void deliver(uint16_t node, uint32_t ep, uint16_t kind, const void *data, uint16_t len)
+{
+	struct gw_chan_desc d = { .len = len, .node = node, .ep = ep, .chan = 9, .kind = kind };
+	CU_ASSERT_FATAL(gw_chan_deliver(&fake.gw, &d, data) == 0);
+	gw_chan_notify(&fake.gw);
+}
+
+static void deliver_reply(uint16_t node, uint32_t call_id, uint8_t type, const void *data,
+			  uint16_t len)
+{
+	char name[GW_NAME_MAX];
+	gw_ctl_reply_ep_name(name, sizeof(name), CHAN_ID);
+	uint8_t buf[512];
+	struct call_hdr h = { .magic = 0xc7, .type = type, .call_id = call_id };
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), data, len);
+	deliver(node, gw_ctl_ep_id(name), GW_RK_MSG, buf, (uint16_t)(sizeof(h) + len));
+}
+
+static void deliver_reject(uint16_t node, uint32_t msg_id, int err)
+{
+	struct gw_chan_reject r = { .err = err, .msg_id = msg_id, .node = node };
+	deliver(SELF, 1234, GW_RK_REJECT, &r, sizeof(r));
+}
+
+/* The next request the client sent (waits up to a second). */
+static bool take(struct gw_chan_msg *m, struct call_hdr *h)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (gw_chan_peek(&fake.gw, m, 1) == 1) {
+			memcpy(h, m->data, sizeof(*h));
+			gw_chan_consume(&fake.gw, 1);
+			return true;
+		}
+		usleep(1000);
+	}
+	return false;
+}
+
+/* The far side, when a test wants one: answers requests by fake.mode. */
+static void far_side(void)
+{
+	struct gw_chan_msg m;
+	while (fake.gw.shm && gw_chan_peek(&fake.gw, &m, 1) == 1) {
+		struct call_hdr h;
+		uint8_t body[256];
+		uint16_t len = (uint16_t)(m.len - sizeof(h));
+		memcpy(&h, m.data, sizeof(h));
+		memcpy(body, m.data + sizeof(h), len < sizeof(body) ? len : sizeof(body));
+		uint16_t node = m.node;
+		gw_chan_consume(&fake.gw, 1);
+		fake.requests++;
+		if (h.type != CT_CALL)
+			continue;
+		for (int i = 0; fake.mode == FAR_OK_AFTER_DATA && i < fake.data_before; i++) {
+			uint32_t v = (uint32_t)i;
+			deliver(node, gw_ctl_ep_id("inbox"), GW_RK_MSG, &v, sizeof(v));
+		}
+		if (fake.mode == FAR_FAIL_NODE3 && node == 3)
+			deliver_reply(node, h.call_id, CT_FAIL, "no", 2);
+		else
+			deliver_reply(node, h.call_id, CT_OK, body, len);
+	}
+}
+
+static void *fake_main(void *arg)
+{
+	int s = accept(fake.lsock, NULL, NULL);
+	while (!fake.stop) {
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		if (poll(&p, 1, 1) == 1) {
+			struct gw_ctl_msg m;
+			if (recv(s, &m, sizeof(m), 0) != sizeof(m))
+				break;
+			ctl_answer(s, &m);
+		}
+		if (fake.mode != FAR_NONE)
+			far_side();
+	}
+	close(s);
+	return NULL;
+}
+
+static struct gw_client *start(void)
+{
+	memset(&fake, 0, sizeof(fake));
+	snprintf(fake.path, sizeof(fake.path), "/tmp/gw-test-call-%d.sock", getpid());
+	unlink(fake.path);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	strcpy(sa.sun_path, fake.path);
+	fake.lsock = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	CU_ASSERT_FATAL(bind(fake.lsock, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CU_ASSERT_FATAL(listen(fake.lsock, 1) == 0);
+	pthread_create(&fake.thread, NULL, fake_main, NULL);
+	struct gw_client *cl = NULL;
+	CU_ASSERT_FATAL(gw_connect(fake.path, &cl) == 0);
+	return cl;
+}
+
+static void stop(struct gw_client *cl)
+{
+	fake.stop = 1;
+	pthread_join(fake.thread, NULL);
+	gw_close(cl);
+	gw_chan_close(&fake.gw);
+	close(fake.lsock);
+	unlink(fake.path);
+}
+
+/* Every way one call ends, through gw_call_start and gw_recv. */
+static void test_outcomes(void)
+{
+	struct gw_client *cl = start();
+	uint32_t id[4];
+	struct gw_chan_msg m;
+	struct call_hdr h;
+	struct gw_msg r;
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_FATAL(gw_call_start(cl, 2, "svc", "q", 1, 5000, &id[i]) == 0);
+	uint32_t msg_id[4];
+	for (int i = 0; i < 4; i++) {
+		CU_ASSERT_FATAL(take(&m, &h));
+		CU_ASSERT(h.magic == 0xc7 && h.type == CT_CALL && h.call_id == id[i]);
+		CU_ASSERT(m.ep == gw_endpoint_id("svc") && m.node == 2);
+		msg_id[i] = m.msg_id;
+	}
+	deliver_reply(2, id[0], CT_OK, "yes", 3);
+	deliver_reply(2, id[1], CT_FAIL, "broken", 6);
+	deliver_reject(2, msg_id[2], -ENOENT);
+	deliver_reject(2, msg_id[3], -EHOSTDOWN);
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 1000) == 0);
+	CU_ASSERT(r.kind == GW_MSG_REPLY && r.call_id == id[0] && r.error == 0 && r.node == 2);
+	CU_ASSERT(r.len == 3 && !memcmp(r.data, "yes", 3));
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 1000) == 0);
+	CU_ASSERT(r.call_id == id[1] && r.error == -EREMOTEIO && r.len == 6);
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 1000) == 0);
+	CU_ASSERT(r.call_id == id[2] && r.error == -ENOENT && r.node == 2);
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 1000) == 0);
+	CU_ASSERT(r.call_id == id[3] && r.error == -EHOSTDOWN && r.node == 2);
+	/* A second outcome for an ended call is dropped, not handed out. */
+	deliver_reply(2, id[0], CT_OK, "again", 5);
+	deliver_reject(2, msg_id[1], -ENOENT);
+	CU_ASSERT_EQUAL(gw_recv(cl, &r, 50), -ETIMEDOUT);
+	/* A plain send's REJECT is still a REJECT, naming the node it was for. */
+	CU_ASSERT(gw_send(cl, 2, "x", "m", 1, 0) == 0);
+	CU_ASSERT_FATAL(take(&m, &h));
+	deliver_reject(2, m.msg_id, -ENOENT);
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 1000) == 0);
+	CU_ASSERT(r.kind == GW_MSG_REJECT && r.msg_id == m.msg_id && r.node == 2);
+	stop(cl);
+}
+
+/* A timeout ends a call; its late reply and late REJECT are dropped. */
+static void test_timeout_and_late(void)
+{
+	struct gw_client *cl = start();
+	uint32_t a, b;
+	struct gw_chan_msg m1, m2;
+	struct call_hdr h;
+	struct gw_msg r;
+	CU_ASSERT_FATAL(gw_call_start(cl, 2, "svc", "q", 1, 30, &a) == 0);
+	CU_ASSERT_FATAL(gw_call_start(cl, 2, "svc", "q", 1, 30, &b) == 0);
+	CU_ASSERT_FATAL(take(&m1, &h) && take(&m2, &h));
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 5000) == 0);
+	CU_ASSERT(r.kind == GW_MSG_REPLY && r.error == -ETIMEDOUT);
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 5000) == 0);
+	CU_ASSERT(r.kind == GW_MSG_REPLY && r.error == -ETIMEDOUT);
+	deliver_reply(2, a, CT_OK, "late", 4);
+	deliver_reject(2, m2.msg_id, -ENOENT);
+	CU_ASSERT_EQUAL(gw_recv(cl, &r, 50), -ETIMEDOUT);
+	/* Synchronous, with nobody answering. */
+	CU_ASSERT_EQUAL(gw_call(cl, 2, "svc", "q", 1, 30, &r), -ETIMEDOUT);
+	/* Bad arguments and a node that is not up: refused at once. */
+	CU_ASSERT_EQUAL(gw_call(cl, 2, "svc", "q", 1, 0, &r), -EINVAL);
+	CU_ASSERT_EQUAL(gw_call(cl, 3, "svc", "q", 1, 100, &r), -EHOSTUNREACH);
+	stop(cl);
+}
+
+/* A node going down ends its calls at once, however long their timeout. */
+static void test_node_down(void)
+{
+	struct gw_client *cl = start();
+	uint32_t id, other;
+	struct gw_chan_msg m;
+	struct call_hdr h;
+	struct gw_msg r;
+	CU_ASSERT_FATAL(gw_call_start(cl, 2, "svc", "q", 1, 60000, &id) == 0);
+	CU_ASSERT_FATAL(gw_call_start(cl, SELF, "svc", "q", 1, 60000, &other) == 0);
+	CU_ASSERT_FATAL(take(&m, &h) && take(&m, &h));
+	__atomic_fetch_and(&fake.gw.shm->nodes_up[0], ~(1ull << 2), __ATOMIC_RELEASE);
+	gw_chan_notify(&fake.gw);
+	/* Well before the 60 s: if this took the timeout, it would say so. */
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 10000) == 0);
+	CU_ASSERT(r.kind == GW_MSG_REPLY && r.call_id == id && r.error == -EHOSTDOWN && r.node == 2);
+	/* The gateway's own REJECT of the request, arriving after, is dropped;
+	 * the call to our own node goes on. */
+	deliver_reject(2, m.msg_id - 1, -EHOSTDOWN);
+	deliver_reply(SELF, other, CT_OK, "ok", 2);
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 1000) == 0);
+	CU_ASSERT(r.call_id == other && r.error == 0);
+	stop(cl);
+}
+
+/* gw_call keeps what arrives meanwhile for gw_recv, in order, and bounds it. */
+static void test_keep_and_bound(void)
+{
+	struct gw_client *cl = start();
+	struct gw_msg r;
+	CU_ASSERT(gw_register(cl, "inbox") == 0);
+	fake.data_before = 10;
+	fake.mode = FAR_OK_AFTER_DATA;
+	CU_ASSERT_EQUAL(gw_call(cl, 2, "svc", "abc", 3, 5000, &r), 0);
+	CU_ASSERT(r.len == 3 && !memcmp(r.data, "abc", 3));
+	for (uint32_t i = 0; i < 10; i++) {
+		uint32_t v;
+		CU_ASSERT_FATAL(gw_recv(cl, &r, 1000) == 0);
+		memcpy(&v, r.data, sizeof(v));
+		CU_ASSERT(r.kind == GW_MSG_DATA && v == i);
+	}
+	/* More than GW_CALL_KEEP before the reply: the call gives up, nothing is lost. */
+	fake.data_before = GW_CALL_KEEP + 10;
+	CU_ASSERT_EQUAL(gw_call(cl, 2, "svc", "abc", 3, 5000, &r), -EOVERFLOW);
+	CU_ASSERT_EQUAL(gw_call(cl, 2, "svc", "abc", 3, 5000, &r), -EOVERFLOW); /* not even sent */
+	fake.mode = FAR_NONE;
+	uint32_t n = 0, inorder = 0;
+	while (gw_recv(cl, &r, 100) == 0 && r.kind == GW_MSG_DATA) {
+		uint32_t v;
+		memcpy(&v, r.data, sizeof(v));
+		inorder += v == n++;
+	}
+	CU_ASSERT_EQUAL(n, GW_CALL_KEEP + 10);
+	CU_ASSERT_EQUAL(inorder, n);
+	stop(cl);
+}
+
+/* The patterns' policies, node 2 answering ok, node 3 down (or failing). */
+static void test_patterns(void)
+{
+	struct gw_client *cl = start();
+	fake.mode = FAR_FAIL_NODE3;
+	struct gw_result one, res[3];
+	uint16_t l1[] = { 3, 2 };
+	CU_ASSERT_EQUAL(gw_call_one(cl, l1, 2, "svc", "q", 1, 1000, 0, &one), 0);
+	CU_ASSERT(one.node == 2 && one.len == 1);
+	gw_results_free(&one, 1);
+	CU_ASSERT_EQUAL(gw_call_any(cl, l1, 2, "svc", "q", 1, 1000, 0, &one), 0);
+	CU_ASSERT(one.node == 2);
+	gw_results_free(&one, 1);
+	/* Node 3 is down: ignored, unless badrpc counts. */
+	CU_ASSERT_EQUAL(gw_call_all(cl, l1, 2, "svc", "q", 1, 1000, 0, res), 0);
+	CU_ASSERT(res[0].error == -EHOSTUNREACH && res[1].error == 0);
+	gw_results_free(res, 2);
+	CU_ASSERT_EQUAL(gw_call_all(cl, l1, 2, "svc", "q", 1, 1000, GW_BADRPC_ERRORS, res),
+			-EHOSTUNREACH);
+	gw_results_free(res, 2);
+	/* Node 3 up and failing: call_all fails, call_all_wait counts. */
+	__atomic_fetch_or(&fake.gw.shm->nodes_up[0], 1ull << 3, __ATOMIC_RELEASE);
+	uint16_t l2[] = { 2, 3, 9 };
+	CU_ASSERT_EQUAL(gw_call_all(cl, l2, 2, "svc", "q", 1, 1000, 0, res), -EREMOTEIO);
+	gw_results_free(res, 2);
+	CU_ASSERT_EQUAL(gw_call_all_wait(cl, l2, 3, "svc", "q", 1, 1000, res), 1);
+	CU_ASSERT(res[0].error == 0 && res[1].error == -EREMOTEIO && res[2].error == -EHOSTUNREACH);
+	CU_ASSERT(res[1].len == 2 && !memcmp(res[1].data, "no", 2) && res[2].node == 9);
+	gw_results_free(res, 3);
+	/* cast_one: this node first when listed; cast_all: who took it. */
+	uint16_t l3[] = { 2, SELF };
+	CU_ASSERT_EQUAL(gw_cast_one(cl, l3, 2, "svc", "c", 1), SELF);
+	CU_ASSERT_EQUAL(gw_cast_all(cl, l2, 3, "svc", "c", 1, 0), 2);
+	CU_ASSERT_EQUAL(gw_cast_all(cl, l2, 3, "svc", "c", 1, GW_BADRPC_ERRORS), -EHOSTUNREACH);
+	/* The node list, with capabilities. */
+	struct gw_node_info nodes[8];
+	CU_ASSERT_EQUAL(gw_nodes(cl, nodes, 8), 3);
+	CU_ASSERT(nodes[0].self && nodes[1].up && !nodes[2].up && nodes[1].caps == GW_NODE_BATCHING);
+	stop(cl);
+}
+
+int main(void)
+{
+	static const struct gw_test_case cases[] = {
+		{ "every way a call ends", test_outcomes },
+		{ "timeouts and late outcomes", test_timeout_and_late },
+		{ "a node going down ends its calls", test_node_down },
+		{ "gw_call keeps other messages, bounded", test_keep_and_bound },
+		{ "pattern policies", test_patterns },
+		{ NULL, NULL },
+	};
+	return gw_test_run("call", cases);
+}
