@@ -284,23 +284,6 @@ static int ctl_hello(struct gw_gateway *g, struct gw_client *cl, struct gw_ctl_m
 	return 3;
 }
 
-static int ctl_reply(int sock, struct gw_ctl_msg *m, const int *fds, int nfds)
-{
-	char cbuf[CMSG_SPACE(3 * sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (nfds > 0) {
-		mh.msg_control = cbuf;
-		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-	}
-	return sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == sizeof(*m) ? 0 : -errno;
-}
-
 /* The first node at or after m->arg that this gateway knows of. */
 static int ctl_node(struct gw_gateway *g, struct gw_ctl_msg *m)
 {
@@ -333,7 +316,7 @@ static bool ctl_request(struct gw_gateway *g, struct gw_client *cl)
 	if (cl->refused) {
 		/* Say why, then hang up. */
 		m.status = -EACCES;
-		ctl_reply(cl->sock, &m, fds, 0);
+		gw_ctl_reply(cl->sock, &m, fds, 0);
 		return false;
 	}
 	switch (m.op) {
@@ -364,7 +347,7 @@ static bool ctl_request(struct gw_gateway *g, struct gw_client *cl)
 	default:
 		m.status = -EOPNOTSUPP;
 	}
-	return ctl_reply(cl->sock, &m, fds, nfds) == 0;
+	return gw_ctl_reply(cl->sock, &m, fds, nfds) == 0;
 }
 
 void gw_ctl_poll(struct gw_gateway *g)

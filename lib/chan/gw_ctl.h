@@ -14,9 +14,12 @@
 #ifndef GW_CTL_H
 #define GW_CTL_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
 
 #include "gw_wire.h"
 
@@ -52,6 +55,24 @@ struct gw_ctl_msg {
 	uint32_t arg, arg2;
 	char name[GW_NAME_MAX];
 };
+
+/* The gateway's answer to a request, with up to 3 fds (SCM_RIGHTS); 0 or -errno. */
+static inline int gw_ctl_reply(int sock, struct gw_ctl_msg *m, const int *fds, int nfds)
+{
+	char cbuf[CMSG_SPACE(3 * sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (nfds > 0) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == sizeof(*m) ? 0 : -errno;
+}
 
 /* FNV-1a of the name; 0 is never an endpoint id. */
 static inline uint32_t gw_ctl_ep_id(const char *name)

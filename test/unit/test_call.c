@@ -47,23 +47,6 @@ static struct {
 	volatile uint64_t requests;
 } fake;
 
-static int ctl_reply(int s, struct gw_ctl_msg *m, const int *fds, int nfds)
-{
-	char cbuf[CMSG_SPACE(3 * sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (nfds) {
-		mh.msg_control = cbuf;
-		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-	}
-	return sendmsg(s, &mh, MSG_NOSIGNAL) == sizeof(*m) ? 0 : -1;
-}
-
 static void ctl_answer(int s, struct gw_ctl_msg *m)
 {
 	int fds[3], nfds = 0;
@@ -95,7 +78,7 @@ static void ctl_answer(int s, struct gw_ctl_msg *m)
 	} else if (m->op != GW_CTL_REGISTER && m->op != GW_CTL_UNREGISTER) {
 		m->status = -EOPNOTSUPP;
 	}
-	ctl_reply(s, m, fds, nfds);
+	gw_ctl_reply(s, m, fds, nfds);
 }
 
 /* Into the client's RX ring, as the receiver role would. */
