@@ -117,6 +117,7 @@ struct gw_chan {
 	uint32_t ring_half; /* gateway: wake a blocked sender below this backlog */
 	uint32_t ring_mask; /* gateway: its own copy, never read from the region */
 	uint32_t tx_pos, rx_pos; /* gateway: its positions in the TX and RX rings */
+	uint32_t rx_cons_cache;  /* gateway: the client's RX ring position as last read */
 	uint64_t full_since_ns; /* gateway: when deliveries into RX began to fail */
 	bool rejecting; /* gateway: held too long; reject until read down to half */
 	uint64_t delivered, rx_full; /* gateway: into RX, and refused for lack of room */

@@ -284,40 +284,54 @@ static bool translate(struct gw_client *cl, const struct gw_chan_desc *d, const 
 
 /*
  * The next event not kept for later: a made-up outcome, or the next
- * message from the ring (valid until the next call). Waits until
- * deadline_ms (0 polls, -1 for ever), but wakes for call deadlines.
+ * message from the ring (valid until the next call). Waits up to
+ * timeout_ms (0 polls and returns -EAGAIN, -1 waits for ever), waking for
+ * call deadlines too. A message already waiting costs no clock read.
  */
-static int next_event(struct gw_client *cl, struct gw_msg *m, int64_t deadline_ms)
+static int next_event(struct gw_client *cl, struct gw_msg *m, int timeout_ms)
 {
+	int64_t deadline = -1; /* set from the clock the first time it is needed */
 	for (;;) {
 		if (cl->current) {
 			free(cl->current);
 			cl->current = NULL;
 		}
-		int64_t now = gw_client_now_ms();
-		if (cl->ncalls)
+		int64_t now = 0;
+		if (cl->ncalls) {
+			now = gw_client_now_ms();
 			calls_check(cl, now);
+		}
 		struct gw_kept *k = kept_pop(&cl->due);
 		if (k) {
 			cl->current = k;
 			*m = k->m;
 			return 0;
 		}
-		if (deadline_ms > 0 && now >= deadline_ms)
-			return -ETIMEDOUT;
-		int64_t until = deadline_ms;
-		if (cl->ncalls) {
-			/* Wake for the next deadline, and now and then to look at
-			 * the nodes (a node going down wakes us, but racily). */
-			int64_t wake = cl->next_deadline_ms < now + 100 ? cl->next_deadline_ms : now + 100;
-			if (until < 0 || wake < until)
-				until = wake > now ? wake : now;
-		}
 		struct gw_chan_desc d;
 		const uint8_t *data;
-		int rc = gw_client_raw_recv(cl, &d, &data, until);
-		if (rc == -ETIMEDOUT)
-			continue;
+		int rc = gw_client_raw_recv(cl, &d, &data, 0);
+		if (rc == -EAGAIN) {
+			if (timeout_ms == 0)
+				return -EAGAIN;
+			if (!now)
+				now = gw_client_now_ms();
+			if (timeout_ms > 0 && deadline < 0)
+				deadline = now + timeout_ms;
+			if (deadline >= 0 && now >= deadline)
+				return -ETIMEDOUT;
+			int64_t until = deadline;
+			if (cl->ncalls) {
+				/* Wake for the next call deadline, and now and then to
+				 * look at the nodes (a node going down wakes us, racily). */
+				int64_t wake = cl->next_deadline_ms < now + 100 ? cl->next_deadline_ms
+										: now + 100;
+				if (until < 0 || wake < until)
+					until = wake > now ? wake : now + 1;
+			}
+			rc = gw_client_raw_recv(cl, &d, &data, until);
+			if (rc == -ETIMEDOUT)
+				continue;
+		}
 		if (rc < 0)
 			return rc;
 		if (translate(cl, &d, data, m))
@@ -337,9 +351,7 @@ int gw_recv(struct gw_client *cl, struct gw_msg *m, int timeout_ms)
 		*m = k->m;
 		return 0;
 	}
-	int64_t deadline = timeout_ms < 0 ? -1 : timeout_ms == 0 ? 0 : gw_client_now_ms() + timeout_ms;
-	int rc = next_event(cl, m, deadline);
-	return rc == -ETIMEDOUT && timeout_ms == 0 ? -EAGAIN : rc;
+	return next_event(cl, m, timeout_ms);
 }
 
 int gw_call_next_outcome(struct gw_client *cl, const uint32_t *ids, unsigned n, struct gw_msg *m)
