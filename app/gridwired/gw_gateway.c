@@ -399,8 +399,10 @@ static bool deliver_lanes(struct gw_gateway *g)
 		for (unsigned l = 0; l < GW_LANES_MAX; l++) {
 			struct gw_lane_rx *rx = &p->rx[l];
 			struct rte_mbuf *m;
-			while ((m = gw_lane_rx_head(rx)) && deliver_frame(g, node, m, &rx->cursor, &work))
+			while ((m = gw_lane_rx_head(rx)) && deliver_frame(g, node, m, &rx->cursor, &work)) {
+				rx->msgs += gw_wire_nrec(rte_pktmbuf_mtod(m, uint8_t *));
 				gw_lane_rx_pop(rx);
+			}
 			if (rx->ack_due) {
 				struct rte_mbuf *a = gw_frame_alloc(g, &g->st);
 				if (!a)

@@ -118,6 +118,7 @@ static int cmd_lane(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "peer", node);
 	rte_tel_data_add_dict_u64(d, "lane", l);
 	rte_tel_data_add_dict_u64(d, "tx_frames", tx->frames);
+	rte_tel_data_add_dict_u64(d, "tx_msgs", tx->msgs);
 	rte_tel_data_add_dict_u64(d, "tx_retrans", tx->retrans);
 	rte_tel_data_add_dict_u64(d, "tx_acks", tx->acks);
 	rte_tel_data_add_dict_u64(d, "tx_bad_acks", tx->bad_acks);
@@ -125,6 +126,7 @@ static int cmd_lane(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "window", tx->win);
 	rte_tel_data_add_dict_u64(d, "srtt_us", tx->srtt_ns / 1000);
 	rte_tel_data_add_dict_u64(d, "rx_frames", rx->frames);
+	rte_tel_data_add_dict_u64(d, "rx_msgs", rx->msgs);
 	rte_tel_data_add_dict_u64(d, "rx_dups", rx->dups);
 	rte_tel_data_add_dict_u64(d, "rx_beyond_window", rx->out_of_window);
 	/* Messages per frame, for the frames this lane's worker built (to

@@ -74,6 +74,7 @@ static void batch_ship(void *ctx, struct gw_batch_frame *f)
 	rte_mbuf_refcnt_update(m, 1);
 	gw_frame_send(g, &w->txq, &w->st, m, &p->addr, &h);
 	gw_lane_tx_push(tx, m, w->now);
+	tx->msgs += f->nrec;
 	w->st.msgs_out += f->nrec;
 }
 

@@ -51,8 +51,8 @@ struct gw_lane_tx {
 	struct gw_lane_slot *slots;
 	gw_lane_release_t release;
 	void *ctx;
-	/* counters */
-	uint64_t frames, retrans, acks, bad_acks;
+	/* counters (msgs: kept by the caller, which knows what a frame holds) */
+	uint64_t frames, retrans, acks, bad_acks, msgs;
 };
 
 struct gw_lane_rx {
@@ -66,8 +66,8 @@ struct gw_lane_rx {
 	void **held;
 	gw_lane_release_t release;
 	void *ctx;
-	/* counters */
-	uint64_t frames, dups, out_of_window, resets;
+	/* counters (msgs: kept by the caller, which knows what a frame holds) */
+	uint64_t frames, dups, out_of_window, resets, msgs;
 };
 
 /* Results of gw_lane_rx_accept. */

@@ -197,6 +197,11 @@ uint32_t gw_wire_base(const uint8_t *frame)
 	return get_le32(frame + GW_OUTER_HLEN + GH_BASE);
 }
 
+uint16_t gw_wire_nrec(const uint8_t *frame)
+{
+	return get_le16(frame + GW_OUTER_HLEN + GH_NREC);
+}
+
 const uint8_t *gw_wire_sealed_payload(const uint8_t *frame, size_t *len)
 {
 	*len = get_le32(frame + GW_OUTER_HLEN + GH_LEN);

@@ -117,6 +117,8 @@ size_t gw_wire_seal(uint8_t *frame, const struct gw_addr *src, const struct gw_a
  * that restarted meanwhile would wait for frames already released.
  */
 uint32_t gw_wire_base(const uint8_t *frame);
+/* The record count of a frame that passed gw_wire_parse (or that we sealed). */
+uint16_t gw_wire_nrec(const uint8_t *frame);
 /* The payload of a frame this node sealed, and its length (no checks: the
  * frame is our own, e.g. one a lane gives up). */
 const uint8_t *gw_wire_sealed_payload(const uint8_t *frame, size_t *len);

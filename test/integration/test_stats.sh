@@ -19,6 +19,7 @@ ip netns exec gwa "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock -n 2 -e sink -w 
 sleep 1
 for what in stats port lanes peers; do "$GWCTL" -n alpha "$what" >"$work/alpha.$what"; done
 "$GWCTL" -n beta clients >"$work/beta.clients"
+"$GWCTL" -n beta lanes >"$work/beta.lanes"
 "$GWCTL" -n alpha port >"$work/alpha.port2"
 "$GWCTL" -n nosuch stats >"$work/nosuch" 2>&1 && nosuch=0 || nosuch=$?
 gw_gateways_down
@@ -33,6 +34,8 @@ want "alpha's port sent packets" "$work/alpha.port" "TX-packets: [1-9]"
 want "a second look gives a rate since the first" "$work/alpha.port2" "since last [0-9]+ ms"
 want "both bond members shown up" "$work/alpha.port" "Members: veth_a0 up, veth_a1 up"
 want "the lane to beta with most frames of 32-63 messages" "$work/alpha.lanes" "^ +2 +0 +[1-9]"
+want "alpha's lane to beta carried the 200,000 messages" "$work/alpha.lanes" "^ +2 +0 +[1-9][0-9]* +200000 "
+want "beta's lane from alpha delivered them, no duplicate frames" "$work/beta.lanes" "^ +1 +0 .* 200000 +0$"
 want "beta is up" "$work/alpha.peers" "beta +up"
 want "beta's client got all 200,000" "$work/beta.clients" " 200000 "
 if ((nosuch != 0)) && grep -q "no gateway named 'nosuch'" "$work/nosuch"; then
