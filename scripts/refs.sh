@@ -73,7 +73,7 @@ kernel_ref() { # PATH RECV-CMD SEND-CMD
     ip netns exec gwb taskset -c 1 "$ROOT/build/app/gw-ref" "$2" 5555 "$COUNT" "$SIZE" \
         >"$out/runs/$name.json" 2>"$out/runs/$name.err" &
     rpid=$!
-    for _ in $(seq 50); do grep -q ready "$out/runs/$name.err" 2>/dev/null && break; sleep 0.1; done
+    gw_wait_ready "$out/runs/$name.err" ready "$rpid" "the $name receiver"
     ip netns exec gwa taskset -c 0 "$ROOT/build/app/gw-ref" "$3" 198.18.99.2 5555 "$COUNT" "$SIZE" ||
         gw_log "refs: $name sender failed"
     wait "$rpid" || gw_log "refs: $name receiver failed"

@@ -121,8 +121,7 @@ struct gw_worker {
 	struct rte_ring *cmdq;   /* struct gw_cmd from the control role */
 	struct gw_reject pending_rej; /* taken from rejq, waiting for a window */
 	bool has_pending_rej;
-	/* giving up on a lost peer's frames: how far into the oldest one */
-	const void *abandon_frame;
+	/* giving up on a lost peer's frames: how far into the one at (node, seq) */
 	uint16_t abandon_node;
 	uint32_t abandon_seq;
 	size_t abandon_off;

@@ -147,11 +147,9 @@ static bool abandon(struct gw_worker *w)
 		struct gw_lane_tx *tx = &p->tx[w->lane];
 		struct rte_mbuf *m;
 		while (!__atomic_load_n(&p->up, __ATOMIC_ACQUIRE) && (m = gw_lane_tx_oldest(tx))) {
-			/* The same mbuf may come back as another frame: the place
-			 * is (frame, node, seq). */
-			if (w->abandon_frame != m || w->abandon_node != g->known[k] ||
-			    w->abandon_seq != tx->una) {
-				w->abandon_frame = m;
+			/* The place is (node, seq), not the mbuf: one mbuf may come
+			 * back as another frame. */
+			if (w->abandon_node != g->known[k] || w->abandon_seq != tx->una) {
 				w->abandon_node = g->known[k];
 				w->abandon_seq = tx->una;
 				w->abandon_off = 0;
@@ -175,7 +173,6 @@ static bool abandon(struct gw_worker *w)
 				}
 				w->abandon_off = off;
 			}
-			w->abandon_frame = NULL;
 			gw_lane_tx_abandon(tx);
 			w->st.abandoned_frames++;
 			work = true;

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 struct opts {
 	const char *sock, *endpoint;
@@ -30,6 +31,13 @@ struct perf_live {
 	uint64_t sent, eagain, rejected, received, requests, calls_ok, calls_failed;
 };
 extern struct perf_live *live;
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 enum perf_mode { PERF_TX, PERF_RX, PERF_ECHO, PERF_CALL, PERF_MODES };
 extern const char *const perf_mode_names[PERF_MODES];

@@ -49,13 +49,6 @@ static char endpoint[32] = "sink", gateway_name[32];
 static struct perf_live base, last;
 static uint64_t last_ns;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static bool running(void)
 {
 	if (run_pid && waitpid(run_pid, NULL, WNOHANG) == run_pid)

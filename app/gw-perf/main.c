@@ -75,13 +75,6 @@ static void on_signal(int sig)
 	live->stop = 1;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static double cpu_s(void)
 {
 	struct timespec ts;
@@ -200,7 +193,7 @@ static void ledger_write(const struct ledger *l, const char *path)
 }
 
 /* Count REJECTs waiting for us; they name sends that were not delivered. */
-static uint64_t drain_rejects(struct gw_client *cl, const struct opts *o, struct ledger *l)
+static void drain_rejects(struct gw_client *cl, const struct opts *o, struct ledger *l)
 {
 	struct gw_msg m;
 	uint64_t n = 0;
@@ -215,7 +208,6 @@ static uint64_t drain_rejects(struct gw_client *cl, const struct opts *o, struct
 			n++;
 		}
 	COUNT(rejected, n);
-	return n;
 }
 
 /* --stats-period: one line on stderr every period, checked by the caller's loop. */
@@ -270,8 +262,7 @@ static int run_tx(const struct opts *o)
 		epname[nep] = t;
 		ep[nep++] = gw_endpoint_id(t);
 	}
-	uint64_t total = o->msgs ? o->msgs * o->writers : UINT64_MAX, rejects = 0, refused = 0;
-	uint64_t full = 0, i;
+	uint64_t total = o->msgs ? o->msgs * o->writers : UINT64_MAX, refused = 0, i;
 	struct ledger led = { 0 };
 	if (o->ledger)
 		ledger_init(&led, o->id_base + o->writers, o->msgs);
@@ -307,9 +298,8 @@ static int run_tx(const struct opts *o)
 		unsigned to = (unsigned)(i % o->writers) % nep;
 		rc = tx_one(cl, o, ep[to], epname[to], buf, 0);
 		if (rc == -EAGAIN) {
-			full++; /* backpressure: the channel is full, wait for room */
-			COUNT(eagain, 1);
-			rejects += drain_rejects(cl, o, &led);
+			COUNT(eagain, 1); /* backpressure: the channel is full, wait for room */
+			drain_rejects(cl, o, &led);
 			rc = tx_one(cl, o, ep[to], epname[to], buf, 10000);
 		}
 		/* The node is down and we were told at once: try again later,
@@ -317,11 +307,11 @@ static int run_tx(const struct opts *o)
 		for (int k = 0; rc == -EHOSTUNREACH && o->retry_unreachable && k < 6000; k++) {
 			refused++;
 			nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
-			rejects += drain_rejects(cl, o, &led);
+			drain_rejects(cl, o, &led);
 			rc = tx_one(cl, o, ep[to], epname[to], buf, 10000);
 		}
 		if ((i & 1023) == 1023) {
-			rejects += drain_rejects(cl, o, &led);
+			drain_rejects(cl, o, &led);
 			progress(o, "msgs", i + 1, total, t0);
 		}
 		if (rc < 0)
@@ -333,10 +323,10 @@ static int run_tx(const struct opts *o)
 	uint64_t t1 = now_ns();
 	if (rc < 0)
 		return fail("flush", rc);
-	rejects += drain_rejects(cl, o, &led);
+	drain_rejects(cl, o, &led);
 	for (uint64_t end = now_ns() + o->linger_ms * 1000000ull; now_ns() < end;) {
 		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
-		rejects += drain_rejects(cl, o, &led);
+		drain_rejects(cl, o, &led);
 	}
 	if (o->ledger)
 		ledger_write(&led, o->ledger);
@@ -345,10 +335,10 @@ static int run_tx(const struct opts *o)
 	printf("{\"role\":\"tx\",\"sent\":%" PRIu64 ",\"rejected\":%" PRIu64
 	       ",\"refused_retries\":%" PRIu64 ",\"eagain\":%" PRIu64
 	       ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f}\n",
-	       total, rejects, refused, full, el, (double)total / el, cpu_s() - c0);
+	       total, live->rejected, refused, live->eagain, el, (double)total / el, cpu_s() - c0);
 	gw_close(cl);
 	free(buf);
-	return rejects ? 1 : 0;
+	return live->rejected ? 1 : 0;
 }
 
 static int run_rx(const struct opts *o)
@@ -473,7 +463,7 @@ static int run_echo(const struct opts *o)
 	if (rc < 0)
 		return fail(o->endpoint, rc);
 	fprintf(stderr, "gw-perf: echo ready on %s\n", o->endpoint);
-	uint64_t requests = 0, other = 0;
+	uint64_t other = 0;
 	double c0 = cpu_s();
 	while (!live->stop) {
 		struct gw_msg m;
@@ -486,14 +476,13 @@ static int run_echo(const struct opts *o)
 			other++;
 			continue;
 		}
-		requests++;
 		COUNT(requests, 1);
 		rc = gw_reply(cl, &m, m.data, m.len);
 		if (rc < 0)
 			return fail("reply", rc);
 	}
 	printf("{\"role\":\"echo\",\"requests\":%" PRIu64 ",\"other\":%" PRIu64 ",\"cpu_s\":%.3f}\n",
-	       requests, other, cpu_s() - c0);
+	       live->requests, other, cpu_s() - c0);
 	gw_close(cl);
 	return 0;
 }

@@ -105,7 +105,6 @@ static int calls_init(struct gw_client *cl)
 	}
 	for (uint32_t i = 0; i < GW_CALLS_MAX; i++)
 		cl->free_slots[i] = i;
-	cl->nfree = GW_CALLS_MAX;
 	cl->reply_ep = gw_ctl_ep_id(name);
 	cl->next_deadline_ms = INT64_MAX;
 	memcpy(cl->nodes_seen, (const void *)cl->chan.shm->nodes_up, sizeof(cl->nodes_seen));
@@ -133,7 +132,8 @@ static void slot_free(struct gw_client *cl, struct gw_call_slot *s)
 {
 	s->id = 0;
 	cl->ended[cl->nended++ % GW_CALLS_MAX] = s->msg_id;
-	cl->free_slots[(cl->free_head + cl->nfree++) % GW_CALLS_MAX] = (uint32_t)(s - cl->calls);
+	cl->free_slots[(cl->free_head + GW_CALLS_MAX - cl->ncalls) % GW_CALLS_MAX] =
+		(uint32_t)(s - cl->calls);
 	cl->ncalls--;
 }
 
@@ -408,7 +408,7 @@ int gw_call_start(struct gw_client *cl, uint16_t node, const char *service, cons
 	int rc = calls_init(cl);
 	if (rc < 0)
 		return rc;
-	if (cl->nfree == 0)
+	if (cl->ncalls == GW_CALLS_MAX)
 		return -EBUSY;
 	int64_t now = gw_client_now_ms();
 	uint32_t slot = cl->free_slots[cl->free_head];
@@ -422,7 +422,6 @@ int gw_call_start(struct gw_client *cl, uint16_t node, const char *service, cons
 	if (rc < 0)
 		return rc;
 	cl->free_head = (cl->free_head + 1) % GW_CALLS_MAX;
-	cl->nfree--;
 	cl->ncalls++;
 	*s = (struct gw_call_slot){
 		.id = id, .gen = gen, .msg_id = msg_id, .deadline_ms = now + timeout_ms, .node = node,

@@ -207,12 +207,14 @@ int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void 
 		return -EMSGSIZE;
 	if (!gw_node_up(cl, node))
 		return node >= GW_MAX_NODES || node == 0 ? -EINVAL : -EHOSTUNREACH;
-	int64_t start = timeout_ms > 0 ? gw_client_now_ms() : 0;
+	int64_t start = 0; /* read from the clock only if the channel is full */
 	for (;;) {
 		int rc = gw_chan_send_hdr(&cl->chan, node, ep, hdr, (uint32_t)hlen, buf,
 					  (uint32_t)len);
 		if (rc != -EAGAIN)
 			return rc;
+		if (!start && timeout_ms > 0)
+			start = gw_client_now_ms();
 		rc = wait_chan(cl, true, timeout_ms, start);
 		if (rc < 0)
 			return rc;

@@ -50,8 +50,10 @@ struct gw_client {
 	unsigned nservices;
 	uint32_t reply_ep; /* "~call.<channel>", where our calls' replies go */
 	struct gw_call_slot *calls; /* GW_CALLS_MAX */
-	uint32_t *free_slots; /* a FIFO, so a slot (and its ids) comes back as late as can be */
-	unsigned free_head, nfree, ncalls;
+	/* the GW_CALLS_MAX - ncalls free slots, a FIFO from free_head, so a
+	 * slot (and its ids) comes back as late as can be */
+	uint32_t *free_slots;
+	unsigned free_head, ncalls;
 	/* requests of the last calls that ended: a REJECT of one is no news
 	 * (a request answered, then given up with its node, or timed out) */
 	uint32_t ended[GW_CALLS_MAX];
