@@ -94,7 +94,7 @@ void gw_ctl_nodes_up(struct gw_gateway *g, uint16_t node, bool up)
 		else
 			__atomic_fetch_and(&cl->chan.shm->nodes_up[node / 64], ~bit, __ATOMIC_RELEASE);
 		if (!up) /* its calls to that node fail now, not at their timeouts */
-			gw_chan_notify(&cl->chan);
+			gw_chan_publish(&cl->chan);
 	}
 }
 

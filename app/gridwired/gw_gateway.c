@@ -281,7 +281,7 @@ static int reject_queue(struct gw_gateway *g, uint16_t node, const struct gw_rec
 		struct gw_chan *c = NULL;
 		if (deliver_reject(g, node, r->src_chan, r->dst_ep, r->msg_id, err, &c) == 0) {
 			if (c) {
-				gw_chan_notify(c);
+				gw_chan_publish(c);
 				g->st.rejects_sent++;
 			}
 		} else if (dest_hold(g, c)) {
@@ -376,7 +376,7 @@ static bool deliver_frame(struct gw_gateway *g, uint16_t src, struct rte_mbuf *m
 		} else if (c) {
 			if (c != last) {
 				if (last)
-					gw_chan_notify(last);
+					gw_chan_publish(last);
 				last = c;
 			}
 		}
@@ -386,7 +386,7 @@ static bool deliver_frame(struct gw_gateway *g, uint16_t src, struct rte_mbuf *m
 	if (more < 0)
 		g->st.bad_frames++; /* CRC-valid but malformed: skip the rest */
 	if (last)
-		gw_chan_notify(last);
+		gw_chan_publish(last);
 	return done;
 }
 

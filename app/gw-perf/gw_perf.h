@@ -39,6 +39,28 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Message stamps. A clock read costs about as much as a send here (~30 ns,
+ * kvm-clock), so messages handled back to back share one reading, taken
+ * afresh every PERF_STAMP_EVERY messages and after anything that may have
+ * waited: a stamp is then at most a few microseconds early or late.
+ */
+#define PERF_STAMP_EVERY 8
+struct perf_stamp {
+	uint64_t ns;
+	unsigned uses;
+};
+
+static inline uint64_t perf_stamp(struct perf_stamp *s, bool waited)
+{
+	if (waited || s->uses % PERF_STAMP_EVERY == 0) {
+		s->ns = now_ns();
+		s->uses = 0;
+	}
+	s->uses++;
+	return s->ns;
+}
+
 enum perf_mode { PERF_TX, PERF_RX, PERF_ECHO, PERF_CALL, PERF_MODES };
 extern const char *const perf_mode_names[PERF_MODES];
 

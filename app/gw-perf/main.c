@@ -268,6 +268,8 @@ static int run_tx(const struct opts *o)
 		ledger_init(&led, o->id_base + o->writers, o->msgs);
 	double c0 = cpu_s();
 	uint64_t t0 = now_ns(), pace_t0 = t0, pace_i0 = 0, pace_rate = 0;
+	struct perf_stamp stamp = { 0 };
+	bool waited = true;
 	for (i = 0; i < total && !live->stop; i++) {
 		struct perf_hdr h = {
 			.magic = PERF_MAGIC, .writer = o->id_base + (uint32_t)(i % o->writers),
@@ -287,17 +289,22 @@ static int run_tx(const struct opts *o)
 			 * on average and no CPU goes to spinning. */
 			uint64_t k = i - pace_i0;
 			k -= burst > 1 ? k % burst : 0;
-			uint64_t due = pace_t0 + k * 1000000000ull / rate, t = now_ns();
-			if (due > t)
+			uint64_t due = pace_t0 + k * 1000000000ull / rate;
+			uint64_t t = perf_stamp(&stamp, waited);
+			if (due > t) {
 				nanosleep(&(struct timespec){ .tv_sec = (time_t)((due - t) / 1000000000ull),
 							      .tv_nsec = (long)((due - t) % 1000000000ull) },
 					  NULL);
+				waited = true;
+			}
 		}
-		h.sent_ns = now_ns();
+		h.sent_ns = perf_stamp(&stamp, waited);
+		waited = false;
 		memcpy(buf, &h, sizeof(h));
 		unsigned to = (unsigned)(i % o->writers) % nep;
 		rc = tx_one(cl, o, ep[to], epname[to], buf, 0);
 		if (rc == -EAGAIN) {
+			waited = true;
 			COUNT(eagain, 1); /* backpressure: the channel is full, wait for room */
 			drain_rejects(cl, o, &led);
 			rc = tx_one(cl, o, ep[to], epname[to], buf, 10000);
@@ -306,6 +313,7 @@ static int run_tx(const struct opts *o)
 		 * up to a minute, so every writer's sequence stays whole. */
 		for (int k = 0; rc == -EHOSTUNREACH && o->retry_unreachable && k < 6000; k++) {
 			refused++;
+			waited = true;
 			nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
 			drain_rejects(cl, o, &led);
 			rc = tx_one(cl, o, ep[to], epname[to], buf, 10000);
@@ -361,11 +369,15 @@ static int run_rx(const struct opts *o)
 	if (o->ledger)
 		ledger_init(&led, o->writers_max, o->msgs);
 	static struct lat_hist lat;
+	struct perf_stamp stamp = { 0 };
 	double c0 = cpu_s();
 	while ((!o->expect || got < o->expect) && !live->stop) {
 		struct gw_msg m;
+		rc = gw_recv(cl, &m, 0);
+		bool waited = rc == -EAGAIN;
 		/* Without a count, run until stopped: wake to look now and then. */
-		rc = gw_recv(cl, &m, o->expect ? (int)o->idle_timeout * 1000 : 200);
+		if (waited)
+			rc = gw_recv(cl, &m, o->expect ? (int)o->idle_timeout * 1000 : 200);
 		if ((rc == -ETIMEDOUT && !o->expect) || rc == -EINTR)
 			continue; /* a signal: look at stop */
 		if (rc == -ETIMEDOUT) {
@@ -404,7 +416,7 @@ static int run_rx(const struct opts *o)
 			bad++;
 			continue;
 		}
-		t1 = now_ns();
+		t1 = perf_stamp(&stamp, waited);
 		if (!t0)
 			t0 = t1;
 		/* Both ends read CLOCK_MONOTONIC of the same machine. */

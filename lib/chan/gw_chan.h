@@ -167,16 +167,17 @@ unsigned gw_chan_backlog(const struct gw_chan *c);
 void gw_chan_consume(struct gw_chan *c, unsigned n);
 
 /*
- * Deliver one message into the client's RX ring. -ENOBUFS when the ring or
- * arena is full (the client is not reading), -EMSGSIZE if it never fits.
+ * Deliver one message into the client's RX ring, unseen by the client until
+ * gw_chan_publish. -ENOBUFS when the ring or arena is full (the client is
+ * not reading), -EMSGSIZE if it never fits.
  */
 int gw_chan_deliver(struct gw_chan *c, const struct gw_chan_desc *d, const void *data);
 
 /* Has the client read its RX ring down to half (descriptors and bytes)? */
 bool gw_chan_rx_below_half(const struct gw_chan *c);
 
-/* After a run of deliveries: wake the client if it sleeps. */
-void gw_chan_notify(struct gw_chan *c);
+/* After a run of deliveries: show them to the client, wake it if it sleeps. */
+void gw_chan_publish(struct gw_chan *c);
 
 /* --- client side (gw_chan_client.c, rte_ring inline functions only) --- */
 

@@ -243,8 +243,6 @@ int gw_chan_deliver(struct gw_chan *c, const struct gw_chan_desc *d, const void 
 	ring_elems(c->rx_ring)[c->rx_pos & c->ring_mask] = out;
 	c->rx_pos++;
 	c->delivered++;
-	c->rx_ring->prod.head = c->rx_pos;
-	__atomic_store_n(&c->rx_ring->prod.tail, c->rx_pos, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -255,8 +253,12 @@ bool gw_chan_rx_below_half(const struct gw_chan *c)
 	return queued < c->ring_half && bytes <= (c->rx_mask + 1) / 2;
 }
 
-void gw_chan_notify(struct gw_chan *c)
+void gw_chan_publish(struct gw_chan *c)
 {
+	/* One store per run: the client polls this cache line, so a store
+	 * per message would pull it back and forth for every message. */
+	c->rx_ring->prod.head = c->rx_pos;
+	__atomic_store_n(&c->rx_ring->prod.tail, c->rx_pos, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (c->shm->rx_wait) {
 		c->shm->rx_wait = 0;

@@ -86,7 +86,7 @@ static void deliver(uint16_t node, uint32_t ep, uint16_t kind, const void *data,
 {
 	struct gw_chan_desc d = { .len = len, .node = node, .ep = ep, .chan = 9, .kind = kind };
 	CU_ASSERT_FATAL(gw_chan_deliver(&fake.gw, &d, data) == 0);
-	gw_chan_notify(&fake.gw);
+	gw_chan_publish(&fake.gw);
 }
 
 static void deliver_reply(uint16_t node, uint32_t call_id, uint8_t type, const void *data,
@@ -272,7 +272,7 @@ static void test_node_down(void)
 	CU_ASSERT_FATAL(gw_call_start(cl, SELF, "svc", "q", 1, 60000, &other) == 0);
 	CU_ASSERT_FATAL(take(&m, &h) && take(&m, &h));
 	__atomic_fetch_and(&fake.gw.shm->nodes_up[0], ~(1ull << 2), __ATOMIC_RELEASE);
-	gw_chan_notify(&fake.gw);
+	gw_chan_publish(&fake.gw);
 	/* Well before the 60 s: if this took the timeout, it would say so. */
 	CU_ASSERT_FATAL(gw_recv(cl, &r, 10000) == 0);
 	CU_ASSERT(r.kind == GW_MSG_REPLY && r.call_id == id && r.error == -EHOSTDOWN && r.node == 2);
