@@ -103,7 +103,8 @@ for r in rows:
         f"{r['le_100ms']:>9,} {r['le_1s']:>9,} {r['gt_1s']:>9,} {r['lat_max_us'] / 1000:>8.1f}")
 
 # --- the maximum ---
-MAXF = ["mode", "rep", "msgs_per_s", "msgs_per_frame", "gw_cpu_s_per_M", "retrans", "sent", "verified"]
+MAXF = ["mode", "rep", "msgs_per_s", "msgs_per_frame", "gw_cpu_s_per_M", "client_cpu_s_per_M", "retrans",
+        "sent", "verified"]
 maxrows = []
 for path in sorted(glob.glob(f"{out}/runs/max-*.json")):
     rep, mode = re.search(r"max-(\d+)-(on|off)\.json$", path).groups()
@@ -114,6 +115,7 @@ for path in sorted(glob.glob(f"{out}/runs/max-*.json")):
             continue
     maxrows.append({"mode": dict(MODES)[mode], "rep": int(rep), "msgs_per_s": r["msgs_per_s"],
                     "msgs_per_frame": r["msgs_per_frame"], "gw_cpu_s_per_M": r["gw_cpu_s_per_M"],
+                    "client_cpu_s_per_M": r.get("client_cpu_s_per_M", 0),
                     "retrans": r["retrans"], "sent": r["sent"], "verified": verified(r)})
 with open(f"{out}/max.csv", "w", newline="") as f:
     wr = csv.DictWriter(f, MAXF)
@@ -149,6 +151,19 @@ for key, name in (("tcp_64k", "TCP, 64 KB application buffering"), ("zmq", "Zero
         r = refs[key]
         cpu = r["cpu_s"] / (r["msgs"] / 1e6) if r["msgs"] else 0
         say(f"{name + ' (receiver CPU)':<44}{r['msgs_per_s']:>12,.0f}{cpu:>9.3f}{top / r['msgs_per_s']:>12.2f}x")
+
+# Everything shares the machine's cores, so CPU per message bounds the rate.
+ncpu = os.cpu_count() or 1
+clients, gws = med("batched", "client_cpu_s_per_M"), med("batched", "gw_cpu_s_per_M")
+if clients and gws:
+    say()
+    say(f"Where the {ncpu} cores go at the maximum (CPU s per million messages, medians):")
+    say(f"  senders and receiver {clients:.3f} + gateways {gws:.3f} = {clients + gws:.3f}: "
+        f"at most {ncpu / (clients + gws):.1f} M msg/s on these cores")
+    if "testpmd" in refs:
+        cap = refs["testpmd"]["msg_capacity"] / 1e6
+        say(f"  the link alone (testpmd's {ncpu} lcores at capacity) {ncpu / cap:.3f}: half its capacity "
+            f"needs the whole path at {2 * ncpu / cap:.3f} or less")
 
 # --- targets ---
 say()
