@@ -98,6 +98,15 @@ void gw_ctl_nodes_up(struct gw_gateway *g, uint16_t node, bool up)
 	}
 }
 
+void gw_ctl_sample(struct gw_gateway *g)
+{
+	for (unsigned i = 0; i < g->cfg->clients_max; i++) {
+		struct gw_client *cl = &g->clients[i];
+		if (cl->used && cl->chan.shm)
+			cl->tx_full = cl->chan.shm->tx_full;
+	}
+}
+
 int gw_ctl_open(struct gw_gateway *g)
 {
 	const char *path = g->cfg->socket_path;

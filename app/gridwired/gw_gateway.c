@@ -203,6 +203,7 @@ static void peers_tick(struct gw_gateway *g)
 	if (g->now - g->last_hello_ns >= g->cfg->hello_ms * 1000000ull) {
 		g->last_hello_ns = g->now;
 		hello_send(g);
+		gw_ctl_sample(g);
 		if (g->port.bonded)
 			gw_port_watch(&g->port);
 	}

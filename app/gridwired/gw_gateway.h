@@ -148,6 +148,10 @@ struct gw_client {
 	uint16_t chan_id;
 	uint16_t worker;
 	struct gw_chan chan;
+	/* The client's count of sends that found its channel full, copied out
+	 * of its region by gw_ctl_sample: telemetry must not touch a region
+	 * that may be unmapped under it. */
+	uint64_t tx_full;
 };
 
 struct gw_ep {
@@ -232,5 +236,7 @@ void gw_ctl_close(struct gw_gateway *g);
 struct gw_chan *gw_ctl_chan(struct gw_gateway *g, uint16_t chan_id);
 struct gw_ep *gw_ctl_ep_find(struct gw_gateway *g, uint32_t id);
 void gw_ctl_nodes_up(struct gw_gateway *g, uint16_t node, bool up);
+/* Copy what clients count in their own regions into gateway memory. */
+void gw_ctl_sample(struct gw_gateway *g);
 
 #endif

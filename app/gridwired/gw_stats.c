@@ -168,7 +168,7 @@ static int cmd_client(const char *cmd, const char *params, struct rte_tel_data *
 	rte_tel_data_add_dict_u64(d, "endpoints", eps);
 	rte_tel_data_add_dict_u64(d, "msgs_taken", cl->chan.msgs);
 	/* The client's own count; it could lie, but only about itself. */
-	rte_tel_data_add_dict_u64(d, "tx_full", cl->chan.shm ? cl->chan.shm->tx_full : 0);
+	rte_tel_data_add_dict_u64(d, "tx_full", cl->tx_full);
 	rte_tel_data_add_dict_u64(d, "msgs_delivered", cl->chan.delivered);
 	rte_tel_data_add_dict_u64(d, "rx_full", cl->chan.rx_full);
 	rte_tel_data_add_dict_u64(d, "rejecting", cl->chan.rejecting);

@@ -182,14 +182,25 @@ static int gateway_alive(struct gw_client *cl)
 	return cl->dead ? -EPIPE : 0;
 }
 
-/* Wait for the channel (TX room or RX data) within what is left of timeout_ms. */
-static int wait_chan(struct gw_client *cl, bool for_tx, int timeout_ms, int64_t start)
+/* A deadline (a gw_client_now_ms() value) from a timeout: 0 polls, -1 waits for ever. */
+static int64_t deadline_of(int timeout_ms)
 {
-	if (timeout_ms == 0)
+	return timeout_ms < 0 ? -1 : timeout_ms == 0 ? 0 : gw_client_now_ms() + timeout_ms;
+}
+
+/*
+ * Wait for the channel (TX room or RX data) until deadline_ms (0: do not
+ * wait, -1: for ever). 0 when worth looking again, -EAGAIN when not
+ * waiting, -ETIMEDOUT once the deadline has passed, -EPIPE when the
+ * gateway has gone.
+ */
+static int wait_chan(struct gw_client *cl, bool for_tx, int64_t deadline_ms)
+{
+	if (deadline_ms == 0)
 		return gateway_alive(cl) < 0 ? -EPIPE : -EAGAIN;
 	int left = -1;
-	if (timeout_ms > 0) {
-		int64_t l = timeout_ms - (gw_client_now_ms() - start);
+	if (deadline_ms > 0) {
+		int64_t l = deadline_ms - gw_client_now_ms();
 		if (l <= 0)
 			return -ETIMEDOUT;
 		left = (int)l;
@@ -197,7 +208,7 @@ static int wait_chan(struct gw_client *cl, bool for_tx, int timeout_ms, int64_t 
 	int rc = gw_chan_wait(&cl->chan, for_tx, left);
 	if (rc == -EPIPE)
 		cl->dead = true;
-	return rc == -ETIMEDOUT && timeout_ms > 0 ? rc : (rc < 0 && rc != -ETIMEDOUT ? rc : 0);
+	return rc == -ETIMEDOUT ? 0 : rc; /* the next call says whether time is up */
 }
 
 int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void *hdr,
@@ -207,15 +218,15 @@ int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void 
 		return -EMSGSIZE;
 	if (!gw_node_up(cl, node))
 		return node >= GW_MAX_NODES || node == 0 ? -EINVAL : -EHOSTUNREACH;
-	int64_t start = 0; /* read from the clock only if the channel is full */
+	int64_t deadline = INT64_MIN; /* read from the clock only if the channel is full */
 	for (;;) {
 		int rc = gw_chan_send_hdr(&cl->chan, node, ep, hdr, (uint32_t)hlen, buf,
 					  (uint32_t)len);
 		if (rc != -EAGAIN)
 			return rc;
-		if (!start && timeout_ms > 0)
-			start = gw_client_now_ms();
-		rc = wait_chan(cl, true, timeout_ms, start);
+		if (deadline == INT64_MIN)
+			deadline = deadline_of(timeout_ms);
+		rc = wait_chan(cl, true, deadline);
 		if (rc < 0)
 			return rc;
 	}
@@ -237,13 +248,13 @@ int gw_send(struct gw_client *cl, uint16_t node, const char *endpoint, const voi
 
 int gw_flush(struct gw_client *cl, int timeout_ms)
 {
-	int64_t start = timeout_ms > 0 ? gw_client_now_ms() : 0;
+	int64_t deadline = deadline_of(timeout_ms ? timeout_ms : 1);
 	uint32_t tail;
 	while ((tail = __atomic_load_n(&cl->chan.shm->tx_tail, __ATOMIC_ACQUIRE)) != cl->chan.head) {
 		cl->chan.seen_tail = tail; /* the value just compared, not a newer one */
-		int rc = wait_chan(cl, true, timeout_ms < 0 ? -1 : (timeout_ms ? timeout_ms : 1), start);
+		int rc = wait_chan(cl, true, deadline);
 		if (rc < 0)
-			return rc == -EAGAIN ? -ETIMEDOUT : rc;
+			return rc;
 	}
 	return 0;
 }
@@ -263,23 +274,13 @@ int gw_client_raw_recv(struct gw_client *cl, struct gw_chan_desc *d, const uint8
 			__builtin_ia32_pause();
 		if (gw_chan_rx_ready(&cl->chan))
 			continue;
-		if (deadline_ms == 0)
-			return gateway_alive(cl) < 0 ? -EPIPE : -EAGAIN;
-		int left = -1;
-		if (deadline_ms > 0) {
-			int64_t l = deadline_ms - gw_client_now_ms();
-			if (l <= 0)
-				return -ETIMEDOUT;
-			left = (int)l;
-		}
-		rc = gw_chan_wait(&cl->chan, false, left);
-		if (rc == -EPIPE)
-			cl->dead = true;
-		if (rc < 0 && rc != -ETIMEDOUT)
+		rc = wait_chan(cl, false, deadline_ms);
+		if (rc < 0)
 			return rc;
-		/* Woken with nothing to read: the gateway says a node went down;
-		 * the caller looks at its calls (and waits again). */
-		if (rc == 0 && !gw_chan_rx_ready(&cl->chan))
+		/* Woken with nothing to read: the gateway says a node went down
+		 * (or the wait ran out); the caller looks at its calls and its
+		 * deadline, and waits again. */
+		if (!gw_chan_rx_ready(&cl->chan))
 			return -ETIMEDOUT;
 	}
 	if (rc < 0)
