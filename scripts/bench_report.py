@@ -46,7 +46,7 @@ def verified(r):
 
 # --- the sweep ---
 SWEEP = ["mode", "writers", "intended", "delivered", "pct_of_pace", "elapsed_s", "msgs_per_frame",
-         "bytes_per_frame", "gw_cpu_s_per_M", "client_cpu_s_per_M", "gw_rss_peak_mb", "lat_p50_us",
+         "bytes_per_frame", "gw_cpu_s_per_M", "client_cpu_s_per_M", "gw_mem_peak_mb", "lat_p50_us",
          "lat_p99_us", "lat_max_us", "le_100us", "le_1ms", "le_10ms", "le_100ms", "le_1s", "gt_1s",
          "verified"]
 rows, failed = [], []
@@ -66,7 +66,7 @@ for path in glob.glob(f"{out}/runs/sweep-*.json"):
         "elapsed_s": r["elapsed_s"], "msgs_per_frame": r["msgs_per_frame"],
         "bytes_per_frame": r["bytes_per_frame"], "gw_cpu_s_per_M": r["gw_cpu_s_per_M"],
         "client_cpu_s_per_M": r["client_cpu_s_per_M"],
-        "gw_rss_peak_mb": round(r["gw_rss_kb"][1] / 1024), "lat_p50_us": r["lat_us"]["p50"],
+        "gw_mem_peak_mb": round(r["gw_mem_kb"][1] / 1024), "lat_p50_us": r["lat_us"]["p50"],
         "lat_p99_us": r["lat_us"]["p99"], "lat_max_us": r["lat_us"]["max"],
         **{k: h[k] for k in ("le_100us", "le_1ms", "le_10ms", "le_100ms", "le_1s", "gt_1s")},
         "verified": verified(r),
@@ -180,9 +180,9 @@ if writers and by.get(("batched", writers[-1])) and by.get(("unbatched", writers
     say(f"  top of the sweep ({writers[-1]:,} writers): batched {ratio:.1f}x the unbatched msg/s "
         f"({'yes' if ratio >= 10 else 'NO'}, target 10x), {cpu:.1f}x less gateway CPU per message "
         f"({'yes' if cpu >= 10 else 'NO'}, target 10x)")
-rss = [r["gw_rss_peak_mb"] for r in rows if r["mode"] == "batched"]
+rss = [r["gw_mem_peak_mb"] for r in rows if r["mode"] == "batched"]
 if rss:
-    say(f"  gateway memory across the sweep (batched, both gateways): {min(rss)}-{max(rss)} MB peak")
+    say(f"  gateway memory (PSS) across the sweep (batched, both gateways): {min(rss)}-{max(rss)} MB peak")
 if "testpmd" in refs:
     cap = refs["testpmd"]["msg_capacity"]
     say(f"  unpaced maximum >= half the link's 225-byte message capacity: "

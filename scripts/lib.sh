@@ -106,6 +106,20 @@ gw_ns_down() {
 # alpha (node 1) in $GW_NS_A on CPU 0, beta (node 2) in $GW_NS_B on CPU 1,
 # configured by config/demo-a.ini and demo-b.ini. Logs and counters go to
 # WORK/alpha.{log,json} and WORK/beta.{log,json}.
+#
+# GW_LINK chooses what joins them: "cable" (the default: the kernel-bypass
+# cable of the shipped demo files, two vhost-user <-> virtio-user links in
+# shared memory, bonded) or "veth" (the two veths between the namespaces,
+# through af_packet, bonded, where XDP can drop frames and ip link can cut
+# a member). GW_ARGS_A and GW_ARGS_B add gridwired arguments for one side
+# only, e.g. GW_ARGS_B="--set fault.drop_ppm=10000".
+
+gw_link() {
+    case ${GW_LINK:-cable} in
+    cable | veth) echo "${GW_LINK:-cable}" ;;
+    *) gw_die "GW_LINK must be cable or veth, not '$GW_LINK'" ;;
+    esac
+}
 
 _gw_stop_pid() {
     kill -9 "$1" 2>/dev/null || true
@@ -120,18 +134,29 @@ _gw_stop_pid() {
 # (1) in its namespace; prints its pid. Its log goes to WORK/NAME.log
 # (appended, so a restart keeps the first instance's lines).
 gw_gateway_start() {
-    local work=$1 i=$2 bin=$_GW_LIB_ROOT/build/app/gridwired
+    local work=$1 i=$2 bin=$_GW_LIB_ROOT/build/app/gridwired link
     shift 2
-    local ns=(gwa gwb) name=(alpha beta) cfg=(demo-a.ini demo-b.ini)
-    local workers=${GW_WORKERS:-0} lcores="" k
+    link=$(gw_link)
+    local ns=(gwa gwb) name=(alpha beta) cfg=(demo-a.ini demo-b.ini) side=(a b)
+    local workers=${GW_WORKERS:-0} lcores="" k extra=()
     # Main lcore of alpha on CPU 0, of beta on CPU 1; workers alternate.
     for k in $(seq 0 "$workers"); do lcores+="${lcores:+,}$k@$(((i + k) % 2))"; done
+    [[ $link == veth ]] && extra+=(--set "port.members=veth-${side[i]}0,veth-${side[i]}1")
+    local own
+    own=$([[ $i == 0 ]] && echo "${GW_ARGS_A:-}" || echo "${GW_ARGS_B:-}")
+    # shellcheck disable=SC2206  # plain words, split on purpose
+    extra+=($own)
     rm -f "/run/gridwire/${name[i]}.sock"
     ip netns exec "${ns[i]}" "$bin" -c "$_GW_LIB_ROOT/config/${cfg[i]}" \
         --set "eal.args=--no-pci --no-huge -m 512 --no-shconf --lcores=$lcores" \
         --set "lcores.workers=$workers" \
-        --stats-file "$work/${name[i]}.json" "$@" >>"$work/${name[i]}.log" 2>&1 &
+        --stats-file "$work/${name[i]}.json" "${extra[@]}" "$@" >>"$work/${name[i]}.log" 2>&1 &
     echo $!
+}
+
+# gw_peer_up LOG: the gateway of LOG has seen a peer come up.
+gw_peer_up() {
+    grep -q "peer [0-9]* (.*) is up" "$1"
 }
 
 gw_gateways_up() {
@@ -143,12 +168,13 @@ gw_gateways_up() {
     done
     : >"$work/alpha.log"
     : >"$work/beta.log"
-    GW_PID_A=$(gw_gateway_start "$work" 0 "$@")
-    gw_cleanup_push _gw_stop_pid "$GW_PID_A"
+    # Beta first: on the cable it owns the sockets alpha connects to.
     GW_PID_B=$(gw_gateway_start "$work" 1 "$@")
     gw_cleanup_push _gw_stop_pid "$GW_PID_B"
+    GW_PID_A=$(gw_gateway_start "$work" 0 "$@")
+    gw_cleanup_push _gw_stop_pid "$GW_PID_A"
     for _ in $(seq 300); do
-        grep -q "is up" "$work/alpha.log" && grep -q "is up" "$work/beta.log" && return 0
+        gw_peer_up "$work/alpha.log" && gw_peer_up "$work/beta.log" && return 0
         if ! kill -0 "$GW_PID_A" 2>/dev/null || ! kill -0 "$GW_PID_B" 2>/dev/null; then
             cat "$work/alpha.log" "$work/beta.log" >&2
             gw_die "a gateway did not start"
@@ -250,13 +276,13 @@ gw_mesh_up() {
     gw_mesh_wait "$work" "$n" $((n - 1))
 }
 
-# gw_mesh_wait WORK N UPS: until each node's log says "is up" UPS times.
+# gw_mesh_wait WORK N UPS: until each node's log has seen UPS peers come up.
 gw_mesh_wait() {
     local work=$1 n=$2 ups=$3 k ok
     for _ in $(seq 300); do
         ok=1
         for ((k = 1; k <= n; k++)); do
-            (($(grep -c "is up" "$work/n$k.log") >= ups)) || ok=0
+            (($(grep -c "peer [0-9]* (.*) is up" "$work/n$k.log") >= ups)) || ok=0
         done
         ((ok)) && return 0
         sleep 0.1

@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# pair.sh: one verified run between two gateways on the two-namespace bonded
-# link. Gateway alpha (node 1) in gwa, beta (node 2) in gwb; PROCS sender
-# processes in gwa with WRITERS logical senders each, one verifying receiver
-# in gwb. Prints a summary for people on stderr and one JSON line on stdout.
+# pair.sh: one verified run between two gateways. Gateway alpha (node 1) in
+# namespace gwa, beta (node 2) in gwb, joined by the kernel-bypass cable
+# (--link cable, the default) or by the two veths (--link veth); PROCS
+# sender processes in gwa with WRITERS logical senders each, one verifying
+# receiver in gwb. Prints a summary for people on stderr and one JSON line
+# on stdout.
 #
 #   scripts/pair.sh [--procs P] [--writers W] [--msgs M] [--size S]
 #                   [--batch on|off] [--drop PERMILLE] [--drop-acks PERMILLE]
 #                   [--set section.key=value]... [--workers N] [--rate MSGS_PER_S_PER_PROC]
-#                   [--keep-ns]
+#                   [--link cable|veth] [--keep-ns]
+#
+# --drop loses PERMILLE/1000 of the frames beta receives (the data),
+# --drop-acks of those alpha receives (the acks): by XDP on the veths, or
+# on the cable, where there is no kernel to hook, by the gateways' own
+# [fault] stage.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -28,6 +35,7 @@ while (($#)); do
     --set) sets+=(--set "$2"); shift 2 ;;
     --workers) export GW_WORKERS=$2; shift 2 ;;
     --rate) rate=(--rate "$2"); shift 2 ;;
+    --link) export GW_LINK=$2; shift 2 ;;
     --keep-ns) keep_ns=1; shift ;;
     *) gw_die "pair.sh: unknown option $1 (see the header of scripts/pair.sh)" ;;
     esac
@@ -35,6 +43,11 @@ done
 [[ $batch == on || $batch == off ]] || gw_die "pair.sh: --batch must be on or off"
 [[ -x $BIN/gridwired && -x $BIN/gw-perf ]] || gw_die "not built: run ./scripts/gw build"
 [[ $batch == off ]] && sets+=(--set proto.batch_max=1)
+link=$(gw_link)
+if [[ $link == cable ]]; then
+    ((drop > 0)) && export GW_ARGS_B="${GW_ARGS_B:-} --set fault.drop_ppm=$((drop * 1000))"
+    ((drop_acks > 0)) && export GW_ARGS_A="${GW_ARGS_A:-} --set fault.drop_ppm=$((drop_acks * 1000))"
+fi
 
 total=$((procs * writers * msgs))
 gw_workdir pair
@@ -50,16 +63,19 @@ pid_a=$GW_PID_A pid_b=$GW_PID_B
 gw_rx_start "$work" rx -e sink --expect "$total" --writers-max $((procs * writers)) --idle-timeout 30
 pid_rx=$GW_PID_RX
 
-((drop > 0)) && { gw_netns drop veth-b0 "$drop"; gw_netns drop veth-b1 "$drop"; } >/dev/null
-((drop_acks > 0)) && { gw_netns drop veth-a0 "$drop_acks"; gw_netns drop veth-a1 "$drop_acks"; } >/dev/null
+xdp=0
+[[ $link == veth ]] && ((drop > 0 || drop_acks > 0)) && xdp=1
+((xdp && drop > 0)) && { gw_netns drop veth-b0 "$drop"; gw_netns drop veth-b1 "$drop"; } >/dev/null
+((xdp && drop_acks > 0)) && { gw_netns drop veth-a0 "$drop_acks"; gw_netns drop veth-a1 "$drop_acks"; } >/dev/null
 
 cpu_of() { # pid -> utime+stime in clock ticks
     awk '{print $14 + $15}' "/proc/$1/stat"
 }
-rss_of() { # pid -> VmRSS in kB
-    awk '/^VmRSS/ {print $2}' "/proc/$1/status"
+rss_of() { # pid -> proportional set size in kB: a page shared by the two
+    # gateways (the cable's buffers, which each end maps) counts once in the sum
+    awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup"
 }
-gw_log "pair: $procs processes x $writers writers x $msgs messages of $size bytes, batching $batch"
+gw_log "pair: $procs processes x $writers writers x $msgs messages of $size bytes, batching $batch, $link link"
 cpu0=$(($(cpu_of "$pid_a") + $(cpu_of "$pid_b")))
 rss0=$(($(rss_of "$pid_a") + $(rss_of "$pid_b")))
 txpids=()
@@ -80,7 +96,7 @@ for p in "${txpids[@]}"; do wait "$p" || tx_fail=1; done
 wait "$pid_rx" || true
 cpu1=$(($(cpu_of "$pid_a") + $(cpu_of "$pid_b")))
 rss1=$(($(rss_of "$pid_a") + $(rss_of "$pid_b")))
-((drop > 0 || drop_acks > 0)) && gw_netns drop veth-b0 0 >/dev/null && gw_netns drop veth-b1 0 >/dev/null &&
+((xdp)) && gw_netns drop veth-b0 0 >/dev/null && gw_netns drop veth-b1 0 >/dev/null &&
     gw_netns drop veth-a0 0 >/dev/null && gw_netns drop veth-a1 0 >/dev/null
 gw_gateways_down
 ((tx_fail)) && cat "$work"/tx*.err >&2
@@ -113,6 +129,7 @@ out = {
     "refused_at_beta": {k: b[k] for k in ("bad_frames", "bad_crc", "not_ours", "unknown_peer",
                                           "auth_forged", "auth_replayed")},
     "faults": {k[6:]: a[k] + b[k] for k in a if k.startswith("fault_")},
+    "link": os.environ.get("GW_LINK", "cable"),
     "gw_cpu_s_per_M": round(cpu / (total / 1e6), 3),
     "client_cpu_s_per_M": round((rx["cpu_s"] + sum(json.load(open(f))["cpu_s"]
                                  for f in glob.glob(f"{work}/tx*.json") if os.path.getsize(f)))
@@ -122,7 +139,7 @@ out = {
     "elapsed_s": rx["elapsed_s"],
     "lat_us": rx["lat_us"],
     "lat_hist": rx["lat_hist"],
-    "gw_rss_kb": [int(rss0), int(rssmax), int(rss1)],
+    "gw_mem_kb": [int(rss0), int(rssmax), int(rss1)],
     "sender_failed": int(txfail),
     "sender_eagain": sum(json.load(open(f)).get("eagain", 0)
                          for f in glob.glob(f"{work}/tx*.json") if os.path.getsize(f)),
@@ -134,6 +151,6 @@ print(f"  {out['msgs_per_s']:,} msg/s end to end, {frames:,} frames, "
 print(f"  latency p50 {out['lat_us']['p50']} us, p99 {out['lat_us']['p99']} us, "
       f"max {out['lat_us']['max']} us", file=sys.stderr)
 print(f"  gateways: {out['gw_cpu_s_per_M']} CPU s per million messages, "
-      f"RSS {int(rss0)//1024}->{int(rssmax)//1024} MB peak", file=sys.stderr)
+      f"memory {int(rss0)//1024}->{int(rssmax)//1024} MB peak", file=sys.stderr)
 print(json.dumps(out, separators=(",", ":")))
 EOF

@@ -107,7 +107,7 @@ void gw_ctl_sample(struct gw_gateway *g)
 	}
 }
 
-int gw_ctl_open(struct gw_gateway *g)
+int gw_ctl_open(struct gw_gateway *g, char *err, size_t errlen)
 {
 	const char *path = g->cfg->socket_path;
 	char dir[GW_PATH_MAX];
@@ -120,8 +120,8 @@ int gw_ctl_open(struct gw_gateway *g)
 	if (g->listen_fd < 0 || bind(g->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    listen(g->listen_fd, 64) < 0) {
 		int rc = -errno;
-		GW_LOG(ERR, "cannot listen on %s: %s (set [node] socket to a writable path)", path,
-		       strerror(errno));
+		snprintf(err, errlen, "[node] socket: cannot listen on %s: %s (set it to a writable path)",
+			 path, strerror(errno));
 		return rc;
 	}
 	/* Who may connect: the file mode and group first, SO_PEERCRED on
@@ -129,14 +129,16 @@ int gw_ctl_open(struct gw_gateway *g)
 	if (chmod(path, g->cfg->socket_mode) < 0 ||
 	    (g->cfg->socket_gid >= 0 && chown(path, (uid_t)-1, (gid_t)g->cfg->socket_gid) < 0)) {
 		int rc = -errno;
-		GW_LOG(ERR, "cannot set mode %04o / group of %s: %s", g->cfg->socket_mode, path,
-		       strerror(errno));
+		snprintf(err, errlen, "[node] socket_mode, socket_group: cannot set mode %04o / group of %s: %s",
+			 g->cfg->socket_mode, path, strerror(errno));
 		return rc;
 	}
 	g->epfd = epoll_create1(EPOLL_CLOEXEC);
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
-	if (g->epfd < 0 || epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->listen_fd, &ev) < 0)
+	if (g->epfd < 0 || epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->listen_fd, &ev) < 0) {
+		snprintf(err, errlen, "cannot poll the control socket: %s", strerror(errno));
 		return -errno;
+	}
 	return 0;
 }
 

@@ -204,8 +204,7 @@ static void peers_tick(struct gw_gateway *g)
 		g->last_hello_ns = g->now;
 		hello_send(g);
 		gw_ctl_sample(g);
-		if (g->port.bonded)
-			gw_port_watch(&g->port);
+		gw_port_watch(&g->port);
 	}
 	uint64_t timeout = g->cfg->peer_timeout_ms * 1000000ull;
 	for (unsigned k = 0; k < g->nknown; k++) {
@@ -568,6 +567,32 @@ static void rx_faulty(struct gw_gateway *g, struct rte_mbuf *m)
 	rx_frame(g, m);
 }
 
+/* --- the operator's port requests --- */
+
+void gw_gateway_quiesce(void *gateway)
+{
+	struct gw_gateway *g = gateway;
+	uint64_t seen[GW_LANES_MAX];
+	for (unsigned i = 0; i < g->cfg->workers; i++)
+		seen[i] = __atomic_load_n(&g->workers[i].passes, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < g->cfg->workers; i++)
+		while (__atomic_load_n(&g->workers[i].passes, __ATOMIC_ACQUIRE) == seen[i])
+			rte_delay_us_sleep(10);
+}
+
+/* A member taken down or brought back (telemetry /gridwire/member). */
+static void port_req_poll(struct gw_gateway *g)
+{
+	struct gw_port_req *r = &g->port_req;
+	uint32_t asked = __atomic_load_n(&r->asked, __ATOMIC_ACQUIRE);
+	if (asked == r->done)
+		return;
+	r->why[0] = '\0';
+	r->rc = gw_port_member_set(&g->port, r->member, r->up, gw_gateway_quiesce, g, r->why,
+				   sizeof(r->why));
+	__atomic_store_n(&r->done, asked, __ATOMIC_RELEASE);
+}
+
 /* --- the main loop --- */
 
 static bool main_step(struct gw_gateway *g)
@@ -593,6 +618,7 @@ static bool main_step(struct gw_gateway *g)
 	if (g->now - g->last_ctl_ns >= GW_CTL_POLL_NS) {
 		g->last_ctl_ns = g->now;
 		gw_ctl_poll(g);
+		port_req_poll(g);
 	}
 	if (!g->cfg->workers)
 		work |= gw_worker_step(&g->workers[0]);
@@ -620,25 +646,28 @@ void gw_idle(const struct gw_config *c, unsigned *idle_polls)
 	nanosleep(&ts, NULL);
 }
 
-int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg)
+int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg, char *err, size_t errlen)
 {
 	memset(g, 0, sizeof(*g));
+	pthread_mutex_init(&g->port_req.lock, NULL);
 	g->cfg = cfg;
 	g->listen_fd = g->epfd = -1;
 	g->epoch = (uint32_t)rte_rand() | 1;
 	g->payload_max = gw_config_frame_payload(cfg);
 	g->nlanes = cfg->workers ? cfg->workers : 1;
 	if (cfg->workers && rte_lcore_count() < cfg->workers + 1) {
-		GW_LOG(ERR, "[lcores] workers = %u needs %u lcores, EAL has %u: list them in [eal] args (-l)",
-		       cfg->workers, cfg->workers + 1, rte_lcore_count());
+		snprintf(err, errlen, "[lcores] workers = %u needs %u lcores, EAL has %u: list them in [eal] args (-l)",
+			 cfg->workers, cfg->workers + 1, rte_lcore_count());
 		return -EINVAL;
 	}
 	g->peers = rte_zmalloc("gw_peers", sizeof(*g->peers) * GW_MAX_NODES, 64);
 	g->clients = rte_zmalloc("gw_clients", sizeof(*g->clients) * cfg->clients_max, 64);
 	g->workers = rte_zmalloc("gw_workers", sizeof(*g->workers) * g->nlanes, 64);
 	g->loopback = rte_ring_create("gw_loopback", 1024, SOCKET_ID_ANY, RING_F_SC_DEQ);
-	if (!g->peers || !g->clients || !g->workers || !g->loopback)
+	if (!g->peers || !g->clients || !g->workers || !g->loopback) {
+		snprintf(err, errlen, "out of memory: give EAL more (-m in [eal] args)");
 		return -ENOMEM;
+	}
 	for (unsigned n = 1; n < GW_MAX_NODES; n++)
 		g->peers[n].allowed = cfg->npeers == 0;
 	for (unsigned i = 0; i < cfg->npeers; i++)
@@ -658,16 +687,18 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg)
 	/* Queue 0 is the main lcore's; each worker lcore has one more. */
 	int rc;
 	if (cfg->auth_key_file[0]) {
-		char err[256];
-		if ((rc = gw_auth_key_load(&g->auth_key, cfg->auth_key_file, err, sizeof(err))) < 0) {
-			GW_LOG(ERR, "[auth] key_file: %s", err);
+		char why[256];
+		if ((rc = gw_auth_key_load(&g->auth_key, cfg->auth_key_file, why, sizeof(why))) < 0) {
+			snprintf(err, errlen, "[auth] key_file: %s", why);
 			return rc;
 		}
-		if ((rc = gw_auth_rx_init(&g->auth_rx, &g->auth_key)) < 0)
+		if ((rc = gw_auth_rx_init(&g->auth_rx, &g->auth_key)) < 0) {
+			snprintf(err, errlen, "[auth]: %s", strerror(-rc));
 			return rc;
+		}
 		g->auth_on = true;
 	}
-	rc = gw_port_open(&g->port, cfg, (uint16_t)(cfg->workers + 1));
+	rc = gw_port_open(&g->port, cfg, (uint16_t)(cfg->workers + 1), err, errlen);
 	if (rc < 0)
 		return rc;
 	memcpy(g->self.mac, g->port.mac.addr_bytes, 6);
@@ -681,11 +712,13 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg)
 	uint64_t start = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
 	gw_auth_tx_init(&g->txq.auth, &g->auth_key, 0, start);
 	for (unsigned i = 0; i < g->nlanes; i++) {
-		if ((rc = gw_worker_init(&g->workers[i], g, (uint16_t)i)) < 0)
+		if ((rc = gw_worker_init(&g->workers[i], g, (uint16_t)i)) < 0) {
+			snprintf(err, errlen, "worker %u: %s", i, strerror(-rc));
 			return rc;
+		}
 		gw_auth_tx_init(&g->workers[i].txq.auth, &g->auth_key, (uint8_t)(i + 1), start);
 	}
-	rc = gw_ctl_open(g);
+	rc = gw_ctl_open(g, err, errlen);
 	if (rc < 0)
 		return rc;
 	if ((rc = gw_stats_register(g)) < 0)
@@ -695,16 +728,22 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg)
 	for (unsigned i = 0; i < cfg->workers; i++, lcore = rte_get_next_lcore(lcore, 1, 0)) {
 		g->workers[i].lcore = lcore;
 		if ((rc = rte_eal_remote_launch(gw_worker_main, &g->workers[i], lcore)) < 0) {
-			GW_LOG(ERR, "cannot start worker %u on lcore %u: %s", i, lcore,
-			       rte_strerror(-rc));
+			snprintf(err, errlen, "cannot start worker %u on lcore %u: %s", i, lcore,
+				 rte_strerror(-rc));
 			__atomic_store_n(&g->stop_workers, true, __ATOMIC_RELEASE);
 			rte_eal_mp_wait_lcore();
 			return rc;
 		}
 	}
-	GW_LOG(NOTICE, "node %u (%s) epoch %08x listening on %s, port %s mode %u, mtu %u, %s, %s%s",
-	       cfg->node_id, cfg->node_name, g->epoch, cfg->socket_path,
-	       g->port.bonded ? "bond" : "af_packet", cfg->bond_mode, cfg->mtu,
+	char members[GW_CONFIG_MAX_MEMBERS * (GW_MEMBER_MAX + 2)] = "";
+	for (unsigned i = 0, n = 0; i < cfg->nmembers; i++)
+		n += (unsigned)snprintf(members + n, sizeof(members) - n, "%s%s", i ? ", " : "",
+					cfg->members[i]);
+	char mode[16] = "";
+	if (g->port.bonded)
+		snprintf(mode, sizeof(mode), "bond mode %u ", cfg->bond_mode);
+	GW_LOG(NOTICE, "node %u (%s) epoch %08x listening on %s, port: %s(%s), mtu %u, %s, %s%s",
+	       cfg->node_id, cfg->node_name, g->epoch, cfg->socket_path, mode, members, cfg->mtu,
 	       cfg->batch_max == 1 ? "batching off" : "batching on",
 	       cfg->workers ? "split lcores" : "one lcore", g->auth_on ? ", frames authenticated" : "");
 	return 0;

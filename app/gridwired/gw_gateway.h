@@ -24,6 +24,7 @@
 #ifndef GW_GATEWAY_H
 #define GW_GATEWAY_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -129,6 +130,7 @@ struct gw_worker {
 	uint64_t hist[GW_HIST_BUCKETS]; /* frames by messages in them: 1, 2-3, 4-7, ... */
 	uint64_t now;
 	unsigned idle_polls;
+	uint64_t passes; /* loops begun: the main lcore waits on it (gw_gateway_quiesce) */
 	struct gw_counters st;
 };
 
@@ -158,6 +160,19 @@ struct gw_ep {
 	uint32_t id; /* 0 = free */
 	uint16_t chan_id;
 	char name[GW_NAME_MAX];
+};
+
+/*
+ * An operator's request for a port member (telemetry /gridwire/member),
+ * from the telemetry thread to the main lcore, which owns the port.
+ */
+struct gw_port_req {
+	pthread_mutex_t lock; /* one request at a time */
+	uint32_t asked, done; /* a request waits while they differ (atomic) */
+	unsigned member;
+	bool up;
+	int rc;
+	char why[192];
 };
 
 struct gw_gateway {
@@ -190,10 +205,12 @@ struct gw_gateway {
 	bool auth_on; /* [auth] key_file: every frame tagged and checked */
 	struct gw_auth_key auth_key;
 	struct gw_auth_rx auth_rx;
+	struct gw_port_req port_req;
 	struct gw_counters st;
 };
 
-int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg);
+/* On error a negative errno, and one line in err naming what to fix. */
+int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg, char *err, size_t errlen);
 /* Run the loop until *stop; then flush for up to flush_ms. */
 void gw_gateway_run(struct gw_gateway *g, volatile bool *stop, unsigned flush_ms);
 void gw_gateway_fini(struct gw_gateway *g);
@@ -222,6 +239,10 @@ void gw_txq_put(struct gw_txq *q, struct rte_mbuf *m, struct gw_counters *st);
 void gw_txq_flush(struct gw_txq *q, uint64_t now, struct gw_counters *st);
 void gw_idle(const struct gw_config *c, unsigned *idle_polls);
 
+/* Wait until every worker lcore has begun a new loop: nothing it was doing
+ * before the call (a tx_burst on a member being closed) is still running. */
+void gw_gateway_quiesce(void *gateway);
+
 /* The worker role (gw_worker.c). */
 int gw_worker_init(struct gw_worker *w, struct gw_gateway *g, uint16_t lane);
 void gw_worker_fini(struct gw_worker *w);
@@ -230,7 +251,7 @@ int gw_worker_main(void *arg); /* the lcore function of a worker lcore */
 uint64_t gw_worker_inflight(const struct gw_worker *w);
 
 /* The control role (gw_ctl.c). */
-int gw_ctl_open(struct gw_gateway *g);
+int gw_ctl_open(struct gw_gateway *g, char *err, size_t errlen);
 void gw_ctl_poll(struct gw_gateway *g);
 void gw_ctl_close(struct gw_gateway *g);
 struct gw_chan *gw_ctl_chan(struct gw_gateway *g, uint16_t chan_id);

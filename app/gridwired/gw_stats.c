@@ -11,16 +11,18 @@
  *   /gridwire/client,ID        one client: messages taken, delivered, full
  *   /gridwire/peers            node ids heard from
  *   /gridwire/peer,ID          one peer: name, up, epoch, last heard
+ *   /gridwire/member,I,down|up an operator takes port member I down or
+ *                              brings it back (done by the main lcore)
  *
  * The callbacks run on the telemetry thread while the lcores work: they
  * only read counters and fields in gateway memory, never a client's shared
  * memory (which may be unmapped under them).
  */
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_ethdev.h>
 #include <rte_telemetry.h>
@@ -74,13 +76,19 @@ static int cmd_port(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "rx_bps", rate[1]);
 	rte_tel_data_add_dict_u64(d, "tx_pps", rate[2]);
 	rte_tel_data_add_dict_u64(d, "tx_bps", rate[3]);
+	/* Members as the main lcore last saw them (gw_port_watch): a member
+	 * being unplugged must not be asked for its stats from here. */
 	for (unsigned i = 0; i < gw->port.nmembers; i++) {
-		char key[48];
-		snprintf(key, sizeof(key), "member_%s_up", gw->port.ifnames[i]);
-		for (char *c = key; *c; c++) /* telemetry names: letters, digits, _ and / */
-			if (!isalnum((unsigned char)*c) && *c != '_')
-				*c = '_';
-		rte_tel_data_add_dict_u64(d, key, gw->port.member_up[i]);
+		const struct gw_member *m = &gw->port.members[i];
+		char key[32];
+		snprintf(key, sizeof(key), "member%u", i);
+		rte_tel_data_add_dict_string(d, key, m->spec);
+		snprintf(key, sizeof(key), "member%u_up", i);
+		rte_tel_data_add_dict_u64(d, key, __atomic_load_n(&m->up, __ATOMIC_RELAXED));
+		snprintf(key, sizeof(key), "member%u_rx_packets", i);
+		rte_tel_data_add_dict_u64(d, key, __atomic_load_n(&m->rx_packets, __ATOMIC_RELAXED));
+		snprintf(key, sizeof(key), "member%u_tx_packets", i);
+		rte_tel_data_add_dict_u64(d, key, __atomic_load_n(&m->tx_packets, __ATOMIC_RELAXED));
 	}
 	prev = st;
 	prev_ns = now;
@@ -202,6 +210,36 @@ static int cmd_peer(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+/* "I,down" or "I,up": handed to the main lcore, which owns the port. */
+static int cmd_member(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	unsigned i;
+	char state[8];
+	if (!params || sscanf(params, "%u,%7s", &i, state) != 2 ||
+	    (strcmp(state, "down") && strcmp(state, "up")))
+		return -EINVAL;
+	struct gw_port_req *r = &gw->port_req;
+	pthread_mutex_lock(&r->lock);
+	r->member = i;
+	r->up = !strcmp(state, "up");
+	uint32_t asked = r->asked + 1;
+	__atomic_store_n(&r->asked, asked, __ATOMIC_RELEASE);
+	bool done = false;
+	for (unsigned k = 0; k < 10000 && !done; k++) { /* 10 s */
+		done = __atomic_load_n(&r->done, __ATOMIC_ACQUIRE) == asked;
+		if (!done)
+			usleep(1000);
+	}
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "member", i);
+	rte_tel_data_add_dict_string(d, "asked", state);
+	rte_tel_data_add_dict_int(d, "rc", done ? r->rc : -ETIMEDOUT);
+	rte_tel_data_add_dict_string(d, "error", !done ? "the gateway did not answer in 10 s"
+					       : r->rc < 0 ? r->why : "");
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}
+
 int gw_stats_register(struct gw_gateway *g)
 {
 	static const struct {
@@ -217,6 +255,8 @@ int gw_stats_register(struct gw_gateway *g)
 		{ "/gridwire/client", cmd_client, "One client. Parameter: channel id" },
 		{ "/gridwire/peers", cmd_peers, "Node ids heard from" },
 		{ "/gridwire/peer", cmd_peer, "One peer. Parameter: node id" },
+		{ "/gridwire/member", cmd_member,
+		  "Take a port member down or bring it back. Parameters: index,down|up" },
 	};
 	gw = g;
 	for (unsigned i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {

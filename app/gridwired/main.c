@@ -9,6 +9,8 @@
  * taking messages, flush what is in flight and report what was not acked.
  */
 #include <errno.h>
+#include <glob.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,9 +19,11 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_log.h>
+#include <rte_pdump.h>
 
 #include "gw_config.h"
 #include "gw_gateway.h"
+#include "gw_port.h"
 
 int gw_logtype;
 static volatile bool stop;
@@ -39,11 +43,74 @@ static void usage(FILE *f)
 		   "  --stats-file P   write the counters as JSON to P on exit\n");
 }
 
-/* Split the [eal] args on spaces into argv, adding a per-node file prefix. */
+/* Megabytes of free hugepages of every size, and whether hugetlbfs is mounted. */
+static uint64_t hugepages_free_mb(bool *mounted)
+{
+	uint64_t mb = 0;
+	glob_t gl;
+	if (glob("/sys/kernel/mm/hugepages/hugepages-*kB", 0, NULL, &gl) == 0) {
+		for (size_t i = 0; i < gl.gl_pathc; i++) {
+			unsigned long kb = strtoul(strrchr(gl.gl_pathv[i], '-') + 1, NULL, 10);
+			char path[300];
+			snprintf(path, sizeof(path), "%s/free_hugepages", gl.gl_pathv[i]);
+			FILE *f = fopen(path, "r");
+			unsigned long n = 0;
+			if (f) {
+				if (fscanf(f, "%lu", &n) != 1)
+					n = 0;
+				fclose(f);
+			}
+			mb += (uint64_t)n * kb / 1024;
+		}
+		globfree(&gl);
+	}
+	*mounted = false;
+	FILE *m = fopen("/proc/mounts", "r");
+	char line[512];
+	while (m && fgets(line, sizeof(line), m))
+		if (strstr(line, " hugetlbfs "))
+			*mounted = true;
+	if (m)
+		fclose(m);
+	return mb;
+}
+
+/*
+ * EAL would refuse hugepages that are not there with several lines about
+ * page sizes; say it once, with the fix, before it tries.
+ */
+static int check_hugepages(const struct gw_config *cfg, char *err, size_t len)
+{
+	const char *a = cfg->eal_args;
+	if (strstr(a, "--no-huge"))
+		return 0;
+	bool mounted;
+	uint64_t free_mb = hugepages_free_mb(&mounted);
+	const char *m = strstr(a, "-m ");
+	unsigned long want = m && (m == a || m[-1] == ' ') ? strtoul(m + 3, NULL, 10) : 1;
+	if (free_mb < want) {
+		snprintf(err, len, "[eal] args: hugepages asked for (no --no-huge) but %" PRIu64
+			 " MB are free where -m wants %lu: reserve them (./scripts/gw hugepages "
+			 "reserve) or add --no-huge",
+			 free_mb, want);
+		return -ENOMEM;
+	}
+	if (!mounted && !strstr(a, "--in-memory")) {
+		snprintf(err, len, "[eal] args: hugepages asked for but no hugetlbfs is mounted: "
+			 "mount one (./scripts/gw hugepages reserve) or add --in-memory");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* Split the [eal] args on spaces into argv, adding what the members need
+ * and a per-node file prefix. */
 static int eal_argv(const struct gw_config *cfg, char *buf, size_t len, char **argv, int max)
 {
 	int argc = 0;
 	snprintf(buf, len, "%s", cfg->eal_args);
+	if (gw_port_eal_args(cfg, buf, len) < 0)
+		return -E2BIG;
 	argv[argc++] = "gridwired";
 	for (char *save, *t = strtok_r(buf, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
 		if (argc >= max - 2)
@@ -85,8 +152,9 @@ int main(int argc, char **argv)
 	}
 
 	static struct gw_config cfg;
-	char err[256];
-	if (gw_config_load(&cfg, path, overrides, nover, err, sizeof(err)) < 0) {
+	char err[512];
+	if (gw_config_load(&cfg, path, overrides, nover, gw_port_check_member, err, sizeof(err)) < 0 ||
+	    check_hugepages(&cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "gridwired: %s\n", err);
 		return 2;
 	}
@@ -95,7 +163,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
-	char ebuf[sizeof(cfg.eal_args)], *eargv[64];
+	char ebuf[sizeof(cfg.eal_args) + GW_CONFIG_MAX_MEMBERS * 20], *eargv[64];
 	int eargc = eal_argv(&cfg, ebuf, sizeof(ebuf), eargv, 64);
 	if (eargc < 0) {
 		fprintf(stderr, "gridwired: [eal] args: too many arguments\n");
@@ -109,18 +177,26 @@ int main(int argc, char **argv)
 	gw_logtype = rte_log_register_type_and_pick_level("gridwire.gateway", RTE_LOG_INFO);
 	if (gw_logtype < 0)
 		gw_logtype = RTE_LOGTYPE_USER1;
+	/* With hugepages and a shared config the gateway is a multi-process
+	 * primary: DPDK's own tools attach to it, and dpdk-dumpcap asks it
+	 * to copy frames out (without, rte_pdump_init has nothing to serve). */
+	if (rte_pdump_init() < 0)
+		GW_LOG(WARNING, "dpdk-dumpcap will not be served: %s", rte_strerror(rte_errno));
+	else if (!strstr(cfg.eal_args, "--no-shconf") && !strstr(cfg.eal_args, "--in-memory"))
+		GW_LOG(NOTICE, "multi-process primary: dpdk-proc-info and dpdk-dumpcap attach with --file-prefix=%s",
+		       strrchr(rte_eal_get_runtime_dir(), '/') + 1);
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 
 	static struct gw_gateway g;
-	int rc = gw_gateway_init(&g, &cfg);
+	int rc = gw_gateway_init(&g, &cfg, err, sizeof(err));
 	if (rc < 0) {
-		fprintf(stderr, "gridwired: cannot start: %s\n", strerror(-rc));
+		fprintf(stderr, "gridwired: cannot start: %s\n", err);
 		gw_gateway_fini(&g);
 		rte_eal_cleanup();
-		return 1;
+		return 2;
 	}
 	gw_gateway_run(&g, &stop, 2000);
 
@@ -135,6 +211,7 @@ int main(int argc, char **argv)
 		}
 	}
 	gw_gateway_fini(&g);
+	rte_pdump_uninit();
 	rte_eal_cleanup();
 	return 0;
 }

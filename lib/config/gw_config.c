@@ -73,13 +73,14 @@ struct gw_load {
 	char *err;
 	size_t errlen;
 	const char *origin[GW_NKEYS]; /* NULL: default, gw_from_file, or the override */
+	gw_config_member_fn check_member;
 };
 
 static const char gw_from_file[] = "file";
 
 static const struct gw_choice gw_kinds[] = {
 	{ "bond", GW_PORT_BOND },
-	{ "af_packet", GW_PORT_AF_PACKET },
+	{ "single", GW_PORT_SINGLE },
 	{ NULL, 0 },
 };
 
@@ -393,19 +394,7 @@ static int gw_parse_peers(struct gw_load *ld, const struct gw_key *k, const char
 	return 0;
 }
 
-/* What the kernel accepts as an interface name (dev_valid_name). */
-static bool gw_ifname_ok(const char *s, size_t len)
-{
-	if (len < 1 || len >= GW_IFNAME_MAX)
-		return false;
-	if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (s[i] == '/' || s[i] == ':' || isspace((unsigned char)s[i]))
-			return false;
-	return true;
-}
-
+/* The list's syntax only: what each member may be is the drivers' business. */
 static int gw_parse_members(struct gw_load *ld, const struct gw_key *k, const char *val)
 {
 	struct gw_config *cfg = ld->cfg;
@@ -415,10 +404,14 @@ static int gw_parse_members(struct gw_load *ld, const struct gw_key *k, const ch
 	memset(cfg->members, 0, sizeof(cfg->members));
 	cfg->nmembers = 0;
 	while (gw_list_next(&s, &item, &len)) {
-		if (!gw_ifname_ok(item, len))
+		if (len < 1 || len >= GW_MEMBER_MAX)
 			return gw_key_err(ld, k, val, -EINVAL,
-					  "'%.*s' is not an interface name (1 to %u characters, no '/', ':' or blanks)",
-					  (int)len, item, GW_IFNAME_MAX - 1);
+					  "each member takes 1 to %u characters, kind:argument or an interface name",
+					  GW_MEMBER_MAX - 1);
+		for (size_t i = 0; i < len; i++)
+			if (isspace((unsigned char)item[i]))
+				return gw_key_err(ld, k, val, -EINVAL, "'%.*s' has a blank in it",
+						  (int)len, item);
 		for (unsigned i = 0; i < cfg->nmembers; i++)
 			if (strlen(cfg->members[i]) == len && !memcmp(cfg->members[i], item, len))
 				return gw_key_err(ld, k, val, -EINVAL, "'%.*s' is listed twice",
@@ -618,9 +611,9 @@ static int gw_check(struct gw_load *ld)
 	struct gw_config *cfg = ld->cfg;
 	unsigned pmax = gw_config_payload_max(cfg);
 
-	if (cfg->port_kind == GW_PORT_AF_PACKET && cfg->nmembers != 1)
+	if (cfg->port_kind == GW_PORT_SINGLE && cfg->nmembers != 1)
 		return gw_key_err(ld, gw_blame(ld, GW_K_KIND, GW_K_MEMBERS), NULL, -EINVAL,
-				  "kind af_packet takes exactly one member (members has %u)", cfg->nmembers);
+				  "kind single takes exactly one member (members has %u)", cfg->nmembers);
 	for (unsigned i = 0; i < cfg->npeers; i++)
 		if (cfg->peers[i] == cfg->node_id)
 			return gw_key_err(ld, gw_blame(ld, GW_K_ID, GW_K_PEERS), NULL, -EINVAL,
@@ -640,6 +633,13 @@ static int gw_check(struct gw_load *ld)
 					       gw_blame(ld, GW_K_CORRUPT, GW_K_REORDER) - gw_keys),
 				  NULL, -EINVAL,
 				  "drop_ppm + dup_ppm + corrupt_ppm + reorder_ppm must be at most 1000000");
+	for (unsigned i = 0; ld->check_member && i < cfg->nmembers; i++) {
+		char why[192];
+		int rc = ld->check_member(cfg->members[i], cfg, why, sizeof(why));
+		if (rc < 0)
+			return gw_key_err(ld, &gw_keys[GW_K_MEMBERS], NULL, rc, "'%s': %s",
+					  cfg->members[i], why);
+	}
 	if (cfg->msg_max > pmax) {
 		/* The default suits jumbo frames; a smaller mtu just lowers it. */
 		if (!ld->origin[GW_K_MSG_MAX])
@@ -689,9 +689,11 @@ void gw_config_defaults(struct gw_config *cfg)
 }
 
 int gw_config_load(struct gw_config *cfg, const char *path, char *const *overrides,
-		   unsigned noverrides, char *err, size_t errlen)
+		   unsigned noverrides, gw_config_member_fn check_member, char *err,
+		   size_t errlen)
 {
-	struct gw_load ld = { .cfg = cfg, .path = path, .err = err, .errlen = err ? errlen : 0 };
+	struct gw_load ld = { .cfg = cfg, .path = path, .err = err, .errlen = err ? errlen : 0,
+			      .check_member = check_member };
 	int rc = 0;
 
 	if (ld.errlen)

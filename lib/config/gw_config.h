@@ -18,8 +18,8 @@
 
 #define GW_CONFIG_MAX_MEMBERS 4
 #define GW_CONFIG_MAX_PEERS 64
-#define GW_IFNAME_MAX 16
 #define GW_PATH_MAX 108 /* sun_path */
+#define GW_MEMBER_MAX 128 /* "kind:argument", a socket path at most */
 #define GW_CONFIG_MAX_WORKERS 8
 
 enum gw_idle_strategy {
@@ -28,8 +28,8 @@ enum gw_idle_strategy {
 };
 
 enum gw_port_kind {
-	GW_PORT_AF_PACKET = 0, /* one member, no bonding */
-	GW_PORT_BOND = 1,      /* net_bonding over af_packet members */
+	GW_PORT_SINGLE = 0, /* one member, no bonding */
+	GW_PORT_BOND = 1,   /* net_bonding over the members */
 };
 
 struct gw_config {
@@ -45,7 +45,9 @@ struct gw_config {
 	unsigned npeers;
 	/* [port] */
 	enum gw_port_kind port_kind;
-	char members[GW_CONFIG_MAX_MEMBERS][GW_IFNAME_MAX];
+	/* Each "kind:argument" (drivers/ knows the kinds); a bare name is an
+	 * af_packet member on that kernel interface. */
+	char members[GW_CONFIG_MAX_MEMBERS][GW_MEMBER_MAX];
 	unsigned nmembers;
 	unsigned bond_mode;      /* 0, 2 or 4 */
 	unsigned mtu;            /* IP MTU, 1500..9000 */
@@ -83,12 +85,22 @@ struct gw_config {
 void gw_config_defaults(struct gw_config *cfg);
 
 /*
+ * Checks one [port] member once every key is known: 0, or a negative errno
+ * and the reason in why. The config knows the list syntax only; the kinds
+ * of member and their arguments belong to drivers/ (gw_port_check_member).
+ */
+typedef int (*gw_config_member_fn)(const char *member, const struct gw_config *cfg, char *why,
+				   size_t whylen);
+
+/*
  * Load path (NULL: defaults only), then apply overrides ("section.key=value").
+ * Each member is checked with check_member (NULL: list syntax only).
  * On error returns a negative errno and writes one line to err: the key,
  * the bad value and what is allowed.
  */
 int gw_config_load(struct gw_config *cfg, const char *path, char *const *overrides,
-		   unsigned noverrides, char *err, size_t errlen);
+		   unsigned noverrides, gw_config_member_fn check_member, char *err,
+		   size_t errlen);
 
 /* Room for records in one frame with this MTU (less the auth trailer). */
 unsigned gw_config_frame_payload(const struct gw_config *cfg);

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Bad input harms nothing. (1) Bad command lines and configs: one clear
-# line naming what is wrong, a non-zero exit, nothing started (no socket).
-# (2) Thousands of malformed frames fired at beta from outside (random
-# bytes, truncations, junk to the gridwire port, frames from a node nobody
-# configured, bad CRCs) during a verified run: beta keeps running, counts
-# what it refused, and every message of the run still arrives once, in order.
+# line naming what is wrong, exit 2, nothing started (no socket). (2) Ports
+# that cannot be opened (no such interface, no such PCI device, a cable
+# socket another process listens on, hugepages that are not there, an MTU
+# the device cannot take): after EAL's own lines, one line of gridwired's
+# naming the member or key and the fix, exit 2, nothing left behind. (3)
+# Thousands of malformed frames fired at beta from outside (random bytes,
+# truncations, junk to the gridwire port, frames from a node nobody
+# configured, bad CRCs) during a verified run on the veths: beta keeps
+# running, counts what it refused, and every message of the run still
+# arrives once, in order.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
@@ -13,12 +18,25 @@ GWD=$ROOT/build/app/gridwired
 gw_workdir bad
 fail=0
 
-refuse() { # what-the-line-must-mention args...
-    local want=$1 out rc=0
-    shift
-    out=$("$GWD" "$@" --set "node.socket=$work/never.sock" 2>&1 >/dev/null) || rc=$?
-    if ((rc != 0)) && [[ $(printf '%s\n' "$out" | wc -l) -eq 1 && $out == *"$want"* && ! -e $work/never.sock ]]; then
-        echo "ok: refused ($rc): $out"
+# refuse WANT ARGS...: before EAL, so the line is all there is.
+# refuse_port NS WANT ARGS...: in namespace NS, after EAL started: its lines
+# come first, then gridwired's only line, the last.
+refuse() {
+    refuse_in "" 1 "$@"
+}
+refuse_port() {
+    refuse_in "$1" 0 "${@:2}"
+}
+refuse_in() { # NS ONLY_LINE WANT ARGS...
+    local ns=$1 only=$2 want=$3 out rc=0 ours run=()
+    shift 3
+    [[ -n $ns ]] && run=(ip netns exec "$ns")
+    out=$("${run[@]}" "$GWD" "$@" --set "node.socket=$work/never.sock" 2>&1 >/dev/null) || rc=$?
+    ours=$(printf '%s\n' "$out" | grep -c '^gridwired: ' || true)
+    local last=${out##*$'\n'}
+    if ((rc == 2 && ours == 1)) && [[ $last == "gridwired: "*"$want"* && ! -e $work/never.sock ]] &&
+        { ((!only)) || [[ $out == "$last" ]]; } && ! pgrep -x gridwired >/dev/null; then
+        echo "ok: refused ($rc): $last"
     else
         echo "FAIL: gridwired $* -> exit $rc, output: $out"
         fail=1
@@ -37,8 +55,32 @@ refuse "no-such.ini" -c "$work/no-such.ini"
 refuse "window" --set proto.window=100
 refuse "bond_mode" --set port.bond_mode=3
 refuse "eal.args" --set "eal.args"
+refuse "unknown kind of member" --set port.members=nosuch:thing
+refuse "bond_mode 4" --set port.members=vhost:/run/gridwire/x0.sock --set port.bond_mode=2
+refuse "take --no-pci out" --set port.members=pci:0000:ff:1f.7
+refuse "not a PCI address" --set "eal.args=-l 0 --no-huge" --set port.members=pci:03:00.0
+refuse "hugepages asked for" --set "eal.args=-l 0 --no-pci -m 1048576 --no-shconf"
 
 gw_ns_up >/dev/null
+refuse_port gwa "does it exist in this namespace?" --set port.members=af_packet:nosuch0
+refuse_port gwa "EAL found no such device" --set "eal.args=-l 0 --no-huge -m 512 --no-shconf" \
+    --set port.kind=single --set port.members=pci:0000:ff:1f.7
+refuse_port gwa "[port] mtu = 9000: member 'tap:gwtap0' takes an MTU of at most" \
+    --set port.kind=single --set port.members=tap:gwtap0
+ip -n gwa link show gwtap0 >/dev/null 2>&1 && { echo "FAIL: the tap interface was left behind"; fail=1; }
+# A cable socket a live process listens on is not taken from it.
+python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); time.sleep(60)' \
+    "$work/cable.sock" &
+holder=$!
+gw_cleanup_push _gw_stop_pid "$holder"
+for _ in $(seq 50); do [[ -S $work/cable.sock ]] && break; sleep 0.1; done
+refuse_port gwa "another process listens on $work/cable.sock" \
+    --set port.members=virtio_user:$work/cable.sock
+[[ -S $work/cable.sock ]] || { echo "FAIL: the listener's socket was removed"; fail=1; }
+_gw_stop_pid "$holder"
+
+export GW_LINK=veth
 gw_pair_bg "$work/pair.out" --procs 2 --writers 100 --msgs 8000 --rate 100000
 pair=$GW_PID_PAIR
 # Three bursts a second apart: one CI run once counted none of a single

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Faults on the link, each with a verified run on the two-namespace bonded
-# link: every message once and in per-sender order, whatever happens to
-# the frames. Loss comes from XDP on the veths (real frames dropped by the
+# Faults on the link, each with a verified run on the two veths (bond mode
+# 4): every message once and in per-sender order, whatever happens to the
+# frames. Loss comes from XDP on the veths (real frames dropped by the
 # kernel); reordering, duplication and corruption from the gateways' own
 # seeded [fault] stage (the kernel has no netem), applied to frames
-# received in both directions, so ACKs suffer too.
+# received in both directions, so ACKs suffer too. (The cable, which XDP
+# cannot reach, loses frames through that stage in test_e2e.sh.)
 set -euo pipefail
+export GW_LINK=veth
 here=$(dirname "${BASH_SOURCE[0]}")
 pair=$here/../../scripts/pair.sh
 small=(--procs 2 --writers 100)

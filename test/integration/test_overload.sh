@@ -17,7 +17,7 @@ for mode in "batched 4000" "unbatched 500"; do
     python3 - "$name" "$js" <<'PY' || fail=1
 import json, sys
 name, js = sys.argv[1], json.loads(sys.argv[2])
-start, peak, end = js["gw_rss_kb"]
+start, peak, end = js["gw_mem_kb"]
 bad = []
 if js["delivered"] != js["sent"] or js["duplicates"] or js["order_violations"] or js["sender_failed"]:
     bad.append("messages lost, doubled or out of order")
@@ -26,7 +26,7 @@ if js["sender_eagain"] == 0:
 if peak - start > 32 * 1024:
     bad.append(f"gateway memory grew by {(peak - start) // 1024} MB")
 print(f"{name}: {js['sent']:,} messages at {js['msgs_per_s']:,} msg/s; senders saw -EAGAIN "
-      f"{js['sender_eagain']:,} times; gateways' RSS {start // 1024} -> {peak // 1024} MB peak; "
+      f"{js['sender_eagain']:,} times; gateways' memory (PSS) {start // 1024} -> {peak // 1024} MB peak; "
       + ("FAIL: " + "; ".join(bad) if bad else "ok"))
 sys.exit(1 if bad else 0)
 PY

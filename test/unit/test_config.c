@@ -34,7 +34,7 @@ static int load_text(struct gw_config *cfg, const char *text, char *const *ovr, 
 	char path[TMP_PATH_LEN];
 
 	tmp_ini(path, text);
-	int rc = gw_config_load(cfg, path, ovr, n, err, sizeof(err));
+	int rc = gw_config_load(cfg, path, ovr, n, NULL, err, sizeof(err));
 	unlink(path);
 	return rc;
 }
@@ -55,7 +55,7 @@ static void test_defaults(void)
 
 	gw_config_defaults(&def);
 	snprintf(err, sizeof(err), "stale");
-	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, NULL, 0, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, NULL, 0, NULL, err, sizeof(err)), 0);
 	CU_ASSERT_STRING_EQUAL(err, "");
 	CU_ASSERT(memcmp(&cfg, &def, sizeof(cfg)) == 0);
 	CU_ASSERT_STRING_EQUAL(cfg.eal_args, "--no-pci --no-huge -m 512 --no-shconf -l 0");
@@ -95,7 +95,7 @@ static void test_shipped_default_file(void)
 	struct gw_config cfg, def;
 
 	gw_config_defaults(&def);
-	int rc = gw_config_load(&cfg, GW_SOURCE_DIR "/config/gridwire.ini", NULL, 0, err,
+	int rc = gw_config_load(&cfg, GW_SOURCE_DIR "/config/gridwire.ini", NULL, 0, NULL, err,
 				sizeof(err));
 	CU_ASSERT_EQUAL(rc, 0);
 	if (rc)
@@ -111,7 +111,7 @@ static void check_demo(const char *file, unsigned id, const char *name, const ch
 
 	snprintf(path, sizeof(path), GW_SOURCE_DIR "/config/%s", file);
 	snprintf(sock, sizeof(sock), "/run/gridwire/%s.sock", name);
-	int rc = gw_config_load(&cfg, path, NULL, 0, err, sizeof(err));
+	int rc = gw_config_load(&cfg, path, NULL, 0, NULL, err, sizeof(err));
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
 	CU_ASSERT_EQUAL(cfg.node_id, id);
 	CU_ASSERT_STRING_EQUAL(cfg.node_name, name);
@@ -129,8 +129,10 @@ static void check_demo(const char *file, unsigned id, const char *name, const ch
 
 static void test_shipped_demo_files(void)
 {
-	check_demo("demo-a.ini", 1, "alpha", "veth-a0", "veth-a1", 2);
-	check_demo("demo-b.ini", 2, "beta", "veth-b0", "veth-b1", 1);
+	check_demo("demo-a.ini", 1, "alpha", "vhost:/run/gridwire/cable0.sock",
+		   "vhost:/run/gridwire/cable1.sock", 2);
+	check_demo("demo-b.ini", 2, "beta", "virtio_user:/run/gridwire/cable0.sock",
+		   "virtio_user:/run/gridwire/cable1.sock", 1);
 }
 
 static void test_file_values(void)
@@ -143,7 +145,7 @@ static void test_file_values(void)
 			   "[node]\n"
 			   "peers = 3, 7,9\n"
 			   "[port]\n"
-			   "kind = af_packet\n"
+			   "kind = single\n"
 			   "members = eth1\n"
 			   "mtu = 01500\n"
 			   "[idle]\n"
@@ -156,7 +158,7 @@ static void test_file_values(void)
 	CU_ASSERT_STRING_EQUAL(cfg.eal_args, "-l 1 --no-huge");
 	CU_ASSERT_EQUAL(cfg.npeers, 3);
 	CU_ASSERT(cfg.peers[0] == 3 && cfg.peers[1] == 7 && cfg.peers[2] == 9);
-	CU_ASSERT_EQUAL(cfg.port_kind, GW_PORT_AF_PACKET);
+	CU_ASSERT_EQUAL(cfg.port_kind, GW_PORT_SINGLE);
 	CU_ASSERT_EQUAL(cfg.nmembers, 1);
 	CU_ASSERT_STRING_EQUAL(cfg.members[0], "eth1");
 	CU_ASSERT_EQUAL(cfg.mtu, 1500); /* decimal: a leading zero is not octal */
@@ -183,7 +185,7 @@ static void test_overrides_win(void)
 	CU_ASSERT_STRING_EQUAL(cfg.eal_args, "-l 2 --no-pci");
 
 	char *ovr2[] = { "chan.clients_max=7" };
-	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, ovr2, 1, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, ovr2, 1, NULL, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(cfg.clients_max, 7);
 }
 
@@ -193,7 +195,7 @@ static void test_derived_defaults(void)
 	struct gw_config cfg;
 
 	char *id7[] = { "node.id=7" };
-	CU_ASSERT_EQUAL_FATAL(gw_config_load(&cfg, NULL, id7, 1, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(gw_config_load(&cfg, NULL, id7, 1, NULL, err, sizeof(err)), 0);
 	CU_ASSERT_STRING_EQUAL(cfg.node_name, "gw7");
 	CU_ASSERT_STRING_EQUAL(cfg.socket_path, "/run/gridwire/gw7.sock");
 	CU_ASSERT_EQUAL(cfg.ip, IP4(198, 18, 0, 7));
@@ -237,7 +239,7 @@ static void test_msg_max_and_mtu(void)
 	assert_refused(load_text(&cfg, "[chan]\nmsg_max = 8192\n", mtu, 1), "--set port.mtu=1500");
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "msg_max"));
 	char *both[] = { "port.mtu=1500", "chan.msg_max=1425" };
-	assert_refused(gw_config_load(&cfg, NULL, both, 2, err, sizeof(err)), "chan.msg_max=1425");
+	assert_refused(gw_config_load(&cfg, NULL, both, 2, NULL, err, sizeof(err)), "chan.msg_max=1425");
 }
 
 struct bad_value {
@@ -265,8 +267,11 @@ static const struct bad_value bad_values[] = {
 	{ "port", "kind", "tap" },
 	{ "port", "members", "a,,b" },
 	{ "port", "members", "a,b,c,d,e" },
-	{ "port", "members", "abcdefghijklmnop" },
-	{ "port", "members", "a/b" },
+	{ "port", "members", "a b" },
+	/* 128 characters: one more than a member may have */
+	{ "port", "members", "vhost:/run/gridwire/"
+			     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+			     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" },
 	{ "port", "members", "a,a" },
 	{ "port", "bond_mode", "1" },
 	{ "port", "bond_mode", "3" },
@@ -336,7 +341,7 @@ static void test_bad_values(void)
 		assert_refused(load_text(&cfg, text, NULL, 0), key);
 
 		snprintf(ovr, sizeof(ovr), "%s.%s=%s", b->section, b->key, b->value);
-		assert_refused(gw_config_load(&cfg, NULL, ovrs, 1, err, sizeof(err)), ovr);
+		assert_refused(gw_config_load(&cfg, NULL, ovrs, 1, NULL, err, sizeof(err)), ovr);
 	}
 }
 
@@ -346,35 +351,35 @@ static void test_error_line_format(void)
 	struct gw_config cfg;
 
 	tmp_ini(path, "[port]\nmtu = 12000\n");
-	CU_ASSERT_EQUAL(gw_config_load(&cfg, path, NULL, 0, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(gw_config_load(&cfg, path, NULL, 0, NULL, err, sizeof(err)), -EINVAL);
 	unlink(path);
 	snprintf(want, sizeof(want), "config %s: [port] mtu = 12000: must be between 1500 and 9000",
 		 path);
 	CU_ASSERT_STRING_EQUAL(err, want);
 
 	char *ovr[] = { "port.mtu=abc" };
-	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, ovr, 1, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, ovr, 1, NULL, err, sizeof(err)), -EINVAL);
 	CU_ASSERT_STRING_EQUAL(err, "--set port.mtu=abc: not a number");
 
 	char *mode[] = { "port.bond_mode=1" };
-	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, mode, 1, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, mode, 1, NULL, err, sizeof(err)), -EINVAL);
 	CU_ASSERT_STRING_EQUAL(err, "--set port.bond_mode=1: must be one of 0, 2, 4");
 
 	/* A short buffer is cut, never overrun; no buffer at all is fine too. */
 	char small[8];
-	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, ovr, 1, small, sizeof(small)), -EINVAL);
+	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, ovr, 1, NULL, small, sizeof(small)), -EINVAL);
 	CU_ASSERT_STRING_EQUAL(small, "--set p");
-	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, ovr, 1, NULL, 0), -EINVAL);
+	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, ovr, 1, NULL, NULL, 0), -EINVAL);
 }
 
 static void test_cross_key_errors(void)
 {
 	struct gw_config cfg;
 
-	assert_refused(load_text(&cfg, "[port]\nkind = af_packet\nmembers = a,b\n", NULL, 0),
+	assert_refused(load_text(&cfg, "[port]\nkind = single\nmembers = a,b\n", NULL, 0),
 		       "[port] members");
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "af_packet"));
-	char *kind[] = { "port.kind=af_packet" };
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "single"));
+	char *kind[] = { "port.kind=single" };
 	assert_refused(load_text(&cfg, "[port]\nmembers = a,b\n", kind, 1), "port.kind");
 
 	/* The override that made the id clash is the one named. */
@@ -383,12 +388,45 @@ static void test_cross_key_errors(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "peers"));
 
 	char *rto[] = { "proto.rto_min_us=300000" };
-	assert_refused(gw_config_load(&cfg, NULL, rto, 1, err, sizeof(err)), "proto.rto_min_us");
+	assert_refused(gw_config_load(&cfg, NULL, rto, 1, NULL, err, sizeof(err)), "proto.rto_min_us");
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "rto_max_us"));
 
 	CU_ASSERT_EQUAL(load_text(&cfg, "[proto]\nhello_ms = 400\npeer_timeout_ms = 1200\n",
 				  NULL, 0), 0);
 	CU_ASSERT_EQUAL(cfg.peer_timeout_ms, 1200);
+}
+
+/* A member checker that knows one kind, "ok:", and refuses "ok:" when bond_mode is 2. */
+static int check_ok_kind(const char *member, const struct gw_config *cfg, char *why, size_t len)
+{
+	if (strncmp(member, "ok:", 3)) {
+		snprintf(why, len, "unknown kind");
+		return -EINVAL;
+	}
+	if (cfg->bond_mode == 2) {
+		snprintf(why, len, "needs bond_mode 4");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+static void test_member_check(void)
+{
+	struct gw_config cfg;
+	char *good[] = { "port.members=ok:a, ok:/b/c" };
+	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, good, 1, check_ok_kind, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(cfg.members[1], "ok:/b/c");
+
+	/* The checker's reason follows the member it refused, with its errno. */
+	char *bad[] = { "port.members=ok:a,nope:b" };
+	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, bad, 1, check_ok_kind, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_STRING_EQUAL(err, "--set port.members=ok:a,nope:b: 'nope:b': unknown kind");
+
+	/* It runs once every key is in: a later bond_mode still counts. */
+	char *late[] = { "port.members=ok:a", "port.bond_mode=2" };
+	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, late, 2, check_ok_kind, err, sizeof(err)),
+			-ENOTSUP);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "'ok:a': needs bond_mode 4"));
 }
 
 static void test_too_long(void)
@@ -402,15 +440,15 @@ static void test_too_long(void)
 	assert_refused(load_text(&cfg, text, NULL, 0), "[eal] args");
 
 	snprintf(ovr, sizeof(ovr), "eal.args=%0512d", 0);
-	assert_refused(gw_config_load(&cfg, NULL, ovrs, 1, err, sizeof(err)), "eal.args");
+	assert_refused(gw_config_load(&cfg, NULL, ovrs, 1, NULL, err, sizeof(err)), "eal.args");
 
 	/* 65 peers: 2..66. */
 	int n = snprintf(ovr, sizeof(ovr), "node.peers=2");
 	for (unsigned id = 3; id <= 66; id++)
 		n += snprintf(ovr + n, sizeof(ovr) - n, ",%u", id);
-	assert_refused(gw_config_load(&cfg, NULL, ovrs, 1, err, sizeof(err)), "node.peers");
+	assert_refused(gw_config_load(&cfg, NULL, ovrs, 1, NULL, err, sizeof(err)), "node.peers");
 	ovr[strlen(ovr) - 3] = '\0'; /* 64 peers fit */
-	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, ovrs, 1, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(gw_config_load(&cfg, NULL, ovrs, 1, NULL, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(cfg.npeers, GW_CONFIG_MAX_PEERS);
 }
 
@@ -426,10 +464,10 @@ static void test_unknown_names(void)
 	assert_refused(load_text(&cfg, "[node]\n# id = 2\n", NULL, 0), "unknown key [node] # id");
 
 	char *key[] = { "port.mtuu=9000" };
-	assert_refused(gw_config_load(&cfg, NULL, key, 1, err, sizeof(err)),
+	assert_refused(gw_config_load(&cfg, NULL, key, 1, NULL, err, sizeof(err)),
 		       "--set port.mtuu=9000: unknown key [port] mtuu; known keys:");
 	char *sec[] = { "nod.id=1" };
-	assert_refused(gw_config_load(&cfg, NULL, sec, 1, err, sizeof(err)),
+	assert_refused(gw_config_load(&cfg, NULL, sec, 1, NULL, err, sizeof(err)),
 		       "--set nod.id=1: unknown section [nod]");
 }
 
@@ -441,7 +479,7 @@ static void test_malformed_overrides(void)
 
 	for (unsigned i = 0; i < RTE_DIM(bad); i++) {
 		snprintf(want, sizeof(want), "--set %s: expected section.key=value", bad[i]);
-		assert_refused(gw_config_load(&cfg, NULL, &bad[i], 1, err, sizeof(err)), want);
+		assert_refused(gw_config_load(&cfg, NULL, &bad[i], 1, NULL, err, sizeof(err)), want);
 	}
 }
 
@@ -450,9 +488,9 @@ static void test_file_errors(void)
 	const char *missing = "/tmp/gw_config_no_such_file.ini";
 	struct gw_config cfg;
 
-	CU_ASSERT_EQUAL(gw_config_load(&cfg, missing, NULL, 0, err, sizeof(err)), -ENOENT);
+	CU_ASSERT_EQUAL(gw_config_load(&cfg, missing, NULL, 0, NULL, err, sizeof(err)), -ENOENT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, missing));
-	assert_refused(gw_config_load(&cfg, "/tmp", NULL, 0, err, sizeof(err)),
+	assert_refused(gw_config_load(&cfg, "/tmp", NULL, 0, NULL, err, sizeof(err)),
 		       "config /tmp: not a regular file");
 
 	/* What rte_cfgfile would skip or refuse without naming the line. */
@@ -481,6 +519,7 @@ static const struct gw_test_case cases[] = {
 	{ "bad values", test_bad_values },
 	{ "error line format", test_error_line_format },
 	{ "errors across keys", test_cross_key_errors },
+	{ "members checked by the drivers' rule", test_member_check },
 	{ "values too long", test_too_long },
 	{ "unknown sections and keys", test_unknown_names },
 	{ "malformed overrides", test_malformed_overrides },

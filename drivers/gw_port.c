@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gw_port: members of any kind, the bond, and everything done through ethdev. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_bus_vdev.h>
+#include <rte_errno.h>
+#include <rte_eth_bond.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+
+#include "gw_port.h"
+#include "gw_port_driver.h"
+
+#define GW_PORT_RX_DESC 1024
+#define GW_PORT_TX_DESC 1024
+#define GW_BOND_NAME "net_bonding0"
+#define RTE_LOGTYPE_GW_PORT RTE_LOGTYPE_USER1
+
+static const struct gw_port_driver *const drivers[] = {
+	&gw_af_packet_driver, &gw_tap_driver, &gw_vhost_driver, &gw_virtio_user_driver,
+	&gw_pci_driver,
+};
+#define NDRIVERS (sizeof(drivers) / sizeof(drivers[0]))
+
+static int __rte_format_printf(4, 5) fail(char *buf, size_t len, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* The driver of "kind:arg"; a bare name is an af_packet interface (no
+ * interface name has a ':'). */
+static const struct gw_port_driver *find_driver(const char *member, const char **arg)
+{
+	const char *colon = strchr(member, ':');
+	if (!colon) {
+		*arg = member;
+		return &gw_af_packet_driver;
+	}
+	for (size_t i = 0; i < NDRIVERS; i++)
+		if (strlen(drivers[i]->kind) == (size_t)(colon - member) &&
+		    !memcmp(drivers[i]->kind, member, colon - member)) {
+			*arg = colon + 1;
+			return drivers[i];
+		}
+	return NULL;
+}
+
+int gw_port_check_member(const char *member, const struct gw_config *cfg, char *why,
+			 size_t whylen)
+{
+	const char *arg;
+	const struct gw_port_driver *d = find_driver(member, &arg);
+	if (!d) {
+		size_t n = (size_t)snprintf(why, whylen, "unknown kind of member; kinds:");
+		for (size_t i = 0; i < NDRIVERS && n < whylen; i++)
+			n += (size_t)snprintf(why + n, whylen - n, "%s %s:", i ? "," : "",
+					      drivers[i]->kind);
+		return -EINVAL;
+	}
+	if (!*arg)
+		return fail(why, whylen, -EINVAL, "nothing after '%s:'", d->kind);
+	return d->check(arg, cfg, why, whylen);
+}
+
+int gw_port_eal_args(const struct gw_config *cfg, char *args, size_t len)
+{
+	size_t n = strlen(args);
+	for (unsigned i = 0; i < cfg->nmembers; i++) {
+		const char *arg;
+		const struct gw_port_driver *d = find_driver(cfg->members[i], &arg);
+		if (!d || !d->pci)
+			continue;
+		n += (size_t)snprintf(args + n, n < len ? len - n : 0, " -a %s", arg);
+		if (n >= len)
+			return -E2BIG;
+	}
+	return 0;
+}
+
+int gw_port_vdev(struct gw_member *m, const char *pmd, const char *args, char *why, size_t len)
+{
+	snprintf(m->dev, sizeof(m->dev), "net_%s%u", pmd, m->index);
+	int rc = rte_vdev_init(m->dev, args);
+	if (rc < 0)
+		return fail(why, len, rc, "net_%s cannot open it (%s)", pmd, rte_strerror(-rc));
+	if ((rc = rte_eth_dev_get_port_by_name(m->dev, &m->port_id)) < 0) {
+		rte_vdev_uninit(m->dev);
+		return fail(why, len, rc, "net_%s made no port", pmd);
+	}
+	return 0;
+}
+
+int gw_port_check_path(const char *path, char *why, size_t len)
+{
+	if (path[0] != '/')
+		return fail(why, len, -EINVAL, "the socket path must be absolute");
+	if (strlen(path) >= GW_PATH_MAX)
+		return fail(why, len, -EINVAL, "the socket path is longer than %u characters",
+			    GW_PATH_MAX - 1);
+	return 0;
+}
+
+static void member_close(struct gw_member *m)
+{
+	if (!m->open)
+		return;
+	rte_eth_dev_stop(m->port_id);
+	if (m->drv->vdev) {
+		rte_vdev_uninit(m->dev); /* closes the port, frees the name */
+	} else {
+		rte_eth_dev_close(m->port_id);
+	}
+	m->open = false;
+	m->up = false;
+}
+
+static int member_open(struct gw_port *p, unsigned i, char *err, size_t errlen)
+{
+	struct gw_member *m = &p->members[i];
+	char why[192];
+	int rc = m->drv->open(m, p->cfg, p->nqueues, why, sizeof(why));
+	if (rc < 0)
+		return fail(err, errlen, rc, "[port] members: '%s': %s", m->spec, why);
+	m->open = true;
+	return 0;
+}
+
+/* Largest MTU a device takes, by what ethdev itself checks (frame = MTU +
+ * the device's overhead <= max_rx_pktlen, MTU <= max_mtu). */
+static unsigned mtu_limit(const struct rte_eth_dev_info *di)
+{
+	uint32_t overhead = RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+	if (di->max_mtu != UINT16_MAX && di->max_rx_pktlen > di->max_mtu)
+		overhead = di->max_rx_pktlen - di->max_mtu;
+	uint64_t frame_mtu = di->max_rx_pktlen > overhead ? di->max_rx_pktlen - overhead : 0;
+	return (unsigned)RTE_MIN(frame_mtu, (uint64_t)di->max_mtu);
+}
+
+static bool own_mtu(const struct gw_port *p)
+{
+	return p->members[0].drv->own_mtu; /* a bond never mixes (checked) */
+}
+
+static int check_mtu(struct gw_port *p, char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < p->nmembers && !own_mtu(p); i++) {
+		struct rte_eth_dev_info di;
+		int rc = rte_eth_dev_info_get(p->members[i].port_id, &di);
+		if (rc < 0)
+			return fail(err, errlen, rc, "[port] members: '%s': no device information (%s)",
+				    p->members[i].spec, rte_strerror(-rc));
+		unsigned lim = mtu_limit(&di);
+		if (p->cfg->mtu > lim)
+			return fail(err, errlen, -EINVAL,
+				    "[port] mtu = %u: member '%s' takes an MTU of at most %u (frames up to %u bytes): lower [port] mtu",
+				    p->cfg->mtu, p->members[i].spec, lim, di.max_rx_pktlen);
+	}
+	return 0;
+}
+
+static int make_bond(struct gw_port *p, char *err, size_t errlen)
+{
+	int rc = rte_eth_bond_create(GW_BOND_NAME, (uint8_t)p->cfg->bond_mode,
+				     (uint8_t)rte_socket_id());
+	if (rc < 0)
+		return fail(err, errlen, rc, "[port] bond_mode = %u: cannot create the bond (%s)",
+			    p->cfg->bond_mode, rte_strerror(-rc));
+	p->port_id = (uint16_t)rc;
+	p->bonded = true;
+	for (unsigned i = 0; i < p->nmembers; i++)
+		if ((rc = rte_eth_bond_slave_add(p->port_id, p->members[i].port_id)) < 0)
+			return fail(err, errlen, rc, "[port] members: '%s': the bond refused it (%s)",
+				    p->members[i].spec, rte_strerror(-rc));
+	/* Hash on addresses and ports: each lane is its own UDP flow, so
+	 * lanes spread over the members (modes 2 and 4). */
+	if (p->cfg->bond_mode != BONDING_MODE_ROUND_ROBIN &&
+	    (rc = rte_eth_bond_xmit_policy_set(p->port_id, BALANCE_XMIT_POLICY_LAYER34)) < 0)
+		return fail(err, errlen, rc, "cannot set the bond's l34 hashing (%s)",
+			    rte_strerror(-rc));
+	return 0;
+}
+
+/* Write every page of a pool chunk once (each byte kept as it was). */
+static void prefault(struct rte_mempool *mp, void *opaque, struct rte_mempool_memhdr *mh,
+		     unsigned idx)
+{
+	volatile uint8_t *b = mh->addr;
+	for (size_t off = 0; off < mh->len; off += 4096)
+		b[off] = b[off];
+}
+
+static int configure(struct gw_port *p, char *err, size_t errlen)
+{
+	struct rte_eth_dev_info di;
+	int rc = rte_eth_dev_info_get(p->port_id, &di);
+	if (rc < 0)
+		return fail(err, errlen, rc, "no device information for the port (%s)",
+			    rte_strerror(-rc));
+	struct rte_eth_conf conf = { 0 };
+	if (!own_mtu(p))
+		conf.rxmode.mtu = p->cfg->mtu;
+	/* Lanes are UDP flows: spread them by what the device can hash on.
+	 * af_packet (fanout) and vhost (queue for queue) spread without it. */
+	uint64_t hf = (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP) & di.flow_type_rss_offloads;
+	if (p->nqueues > 1 && hf) {
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_hf = hf;
+		p->rss = true;
+	}
+	if (*di.dev_flags & RTE_ETH_DEV_INTR_LSC)
+		conf.intr_conf.lsc = 1;
+	if ((rc = rte_eth_dev_configure(p->port_id, p->nqueues, p->nqueues, &conf)) < 0)
+		return fail(err, errlen, rc, "cannot configure %u queue pairs on the port (%s)%s",
+			    p->nqueues, rte_strerror(-rc),
+			    p->nqueues > di.max_rx_queues || p->nqueues > di.max_tx_queues
+				    ? ": the device has fewer, lower [lcores] workers"
+				    : "");
+	uint16_t nrx = GW_PORT_RX_DESC, ntx = GW_PORT_TX_DESC;
+	rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &nrx, &ntx);
+	int sock = rte_eth_dev_socket_id(p->port_id);
+	for (uint16_t q = 0; q < p->nqueues; q++)
+		if ((rc = rte_eth_rx_queue_setup(p->port_id, q, nrx, sock, NULL, p->pool)) < 0 ||
+		    (rc = rte_eth_tx_queue_setup(p->port_id, q, ntx, sock, NULL)) < 0)
+			return fail(err, errlen, rc, "cannot set up queue %u (%s)", q,
+				    rte_strerror(-rc));
+	return 0;
+}
+
+static int started(struct gw_port *p, struct gw_member *m, char *err, size_t errlen)
+{
+	char why[192];
+	int rc = m->drv->started ? m->drv->started(m, p->cfg->mtu, why, sizeof(why)) : 0;
+	return rc < 0 ? fail(err, errlen, rc, "[port] members: '%s': %s", m->spec, why) : 0;
+}
+
+static int member_link(const struct gw_member *m)
+{
+	if (m->drv->link)
+		return m->drv->link(m);
+	struct rte_eth_link l;
+	int rc = rte_eth_link_get_nowait(m->port_id, &l);
+	return rc < 0 ? rc : l.link_status == RTE_ETH_LINK_UP;
+}
+
+static int open_port(struct gw_port *p, char *err, size_t errlen)
+{
+	const struct gw_config *cfg = p->cfg;
+	int rc;
+	for (unsigned i = 0; i < cfg->nmembers; i++) {
+		struct gw_member *m = &p->members[i];
+		m->spec = cfg->members[i];
+		m->index = i;
+		m->drv = find_driver(m->spec, &m->arg);
+		p->nmembers = i + 1;
+		if ((rc = member_open(p, i, err, errlen)) < 0)
+			return rc;
+	}
+	if ((rc = check_mtu(p, err, errlen)) < 0)
+		return rc;
+	p->port_id = p->members[0].port_id;
+	if (cfg->port_kind == GW_PORT_BOND && (rc = make_bond(p, err, errlen)) < 0)
+		return rc;
+
+	/* Enough for the RX rings, every lane's window and reorder buffer,
+	 * and the frames being built; the config sizes it. */
+	int sock = rte_eth_dev_socket_id(p->port_id);
+	p->pool = rte_pktmbuf_pool_create("gw_mbufs", cfg->mbufs, 256, 0,
+					  RTE_PKTMBUF_HEADROOM + GW_PORT_MBUF_DATA,
+					  sock < 0 ? (int)rte_socket_id() : sock);
+	if (!p->pool)
+		return fail(err, errlen, -rte_errno,
+			    "cannot allocate %u mbufs of %u bytes: give EAL more memory (-m in [eal] args) or lower [port] mbufs",
+			    cfg->mbufs, GW_PORT_MBUF_DATA);
+	/* Without hugepages EAL's memory is only allocated where first
+	 * written: fault the whole pool in now, so that the data path takes
+	 * no page faults and the gateway's memory does not creep up as
+	 * mbufs are first used. */
+	rte_mempool_mem_iter(p->pool, prefault, NULL);
+	if ((rc = configure(p, err, errlen)) < 0)
+		return rc;
+	if ((rc = rte_eth_dev_start(p->port_id)) < 0)
+		return fail(err, errlen, rc, "cannot start the port (%s)", rte_strerror(-rc));
+	/* gridwire frames go to our MAC, but LACP's and the hellos do not. */
+	rte_eth_promiscuous_enable(p->port_id);
+	for (unsigned i = 0; i < p->nmembers; i++)
+		if ((rc = started(p, &p->members[i], err, errlen)) < 0)
+			return rc;
+	rte_eth_macaddr_get(p->port_id, &p->mac);
+	for (unsigned i = 0; i < p->nmembers; i++)
+		p->members[i].up = member_link(&p->members[i]) == 1;
+	return 0;
+}
+
+int gw_port_open(struct gw_port *p, const struct gw_config *cfg, uint16_t nqueues, char *err,
+		 size_t errlen)
+{
+	memset(p, 0, sizeof(*p));
+	p->cfg = cfg;
+	p->nqueues = nqueues;
+	int rc = open_port(p, err, errlen);
+	if (rc < 0)
+		gw_port_close(p);
+	return rc;
+}
+
+void gw_port_close(struct gw_port *p)
+{
+	if (p->bonded) {
+		rte_eth_dev_stop(p->port_id);
+		rte_eth_bond_free(GW_BOND_NAME);
+	}
+	for (unsigned i = 0; i < p->nmembers; i++)
+		member_close(&p->members[i]);
+	rte_mempool_free(p->pool);
+	memset(p, 0, sizeof(*p));
+}
+
+int gw_port_watch(struct gw_port *p)
+{
+	int changed = 0;
+	for (unsigned i = 0; i < p->nmembers; i++) {
+		struct gw_member *m = &p->members[i];
+		struct rte_eth_stats st;
+		if (!m->open)
+			continue;
+		if (rte_eth_stats_get(m->port_id, &st) == 0) {
+			__atomic_store_n(&m->rx_packets, st.ipackets, __ATOMIC_RELAXED);
+			__atomic_store_n(&m->tx_packets, st.opackets, __ATOMIC_RELAXED);
+		}
+		int up = member_link(m);
+		if (up < 0 || (bool)up == m->up)
+			continue;
+		m->up = up;
+		changed++;
+		int rc = 0;
+		/* A PMD that does not report its link leaves the bond hashing
+		 * flows onto a dead member: take it out, and back once it is up. */
+		if (m->drv->link && p->bonded) {
+			rc = up ? rte_eth_bond_slave_add(p->port_id, m->port_id)
+				: rte_eth_bond_slave_remove(p->port_id, m->port_id);
+			char why[192];
+			if (up && rc == 0 && m->drv->started) /* the bond set its own MTU on it */
+				m->drv->started(m, p->cfg->mtu, why, sizeof(why));
+		}
+		RTE_LOG(WARNING, GW_PORT, "member %s: link %s%s\n", m->spec,
+			up ? "up" : "down, its traffic moves to the other members",
+			rc < 0 ? " (the bond refused the change)" : "");
+	}
+	return changed;
+}
+
+bool gw_port_link_up(const struct gw_port *p)
+{
+	struct rte_eth_link l;
+	return rte_eth_link_get_nowait(p->port_id, &l) == 0 && l.link_status == RTE_ETH_LINK_UP;
+}
+
+static int unplug(struct gw_port *p, struct gw_member *m, void (*quiesce)(void *), void *ctx,
+		  char *why, size_t len)
+{
+	if (!m->open)
+		return 0;
+	int rc = rte_eth_bond_slave_remove(p->port_id, m->port_id);
+	if (rc < 0)
+		return fail(why, len, rc, "the bond would not let it go (%s)", rte_strerror(-rc));
+	quiesce(ctx);
+	member_close(m);
+	RTE_LOG(WARNING, GW_PORT, "member %s: unplugged, its traffic moves to the other members\n",
+		m->spec);
+	return 0;
+}
+
+static int plug(struct gw_port *p, struct gw_member *m, char *why, size_t len)
+{
+	if (m->open)
+		return 0;
+	int rc = m->drv->open(m, p->cfg, p->nqueues, why, len);
+	if (rc < 0)
+		return rc;
+	m->open = true;
+	/* The bond configures and starts it like the others. */
+	if ((rc = rte_eth_bond_slave_add(p->port_id, m->port_id)) < 0) {
+		member_close(m);
+		return fail(why, len, rc, "the bond refused it (%s)", rte_strerror(-rc));
+	}
+	RTE_LOG(WARNING, GW_PORT, "member %s: plugged in again\n", m->spec);
+	return 0;
+}
+
+int gw_port_member_set(struct gw_port *p, unsigned i, bool up, void (*quiesce)(void *ctx),
+		       void *ctx, char *why, size_t whylen)
+{
+	if (i >= p->nmembers)
+		return fail(why, whylen, -EINVAL, "there is no member %u (the port has %u)", i,
+			    p->nmembers);
+	if (!p->bonded)
+		return fail(why, whylen, -ENOTSUP,
+			    "only a bond member can be taken down: a single port has no other");
+	struct gw_member *m = &p->members[i];
+	if (m->drv->set_link)
+		return m->drv->set_link(m, up); /* gw_port_watch follows */
+	if (m->drv->vdev)
+		return up ? plug(p, m, why, whylen) : unplug(p, m, quiesce, ctx, why, whylen);
+	int rc = up ? rte_eth_dev_set_link_up(m->port_id) : rte_eth_dev_set_link_down(m->port_id);
+	if (rc == -ENOTSUP)
+		return fail(why, whylen, rc, "its device cannot take its link %s",
+			    up ? "up" : "down");
+	return rc < 0 ? fail(why, whylen, rc, "%s", rte_strerror(-rc)) : 0;
+}

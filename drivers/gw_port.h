@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gw_port: the gateway's one ethdev port, built from the [port] members.
+ *
+ * A member is any DPDK device: a kernel interface through af_packet or tap,
+ * one end of a kernel-bypass cable (vhost-user or virtio-user), or a PCI NIC
+ * probed by EAL. What is particular to a kind of device lives in its own
+ * file (gw_af_packet.c, gw_tap.c, gw_vhost.c, gw_pci.c, behind
+ * gw_port_driver.h); this file does the rest through ethdev alone: the bond
+ * (net_bonding) when kind = bond, the mbuf pool on the port's NUMA socket,
+ * RSS over the lanes' UDP flows where the device hashes, the MTU checked
+ * against what each device takes, LSC interrupts where offered (else the
+ * link is polled), and members taken down and back by an operator.
+ */
+#ifndef GW_PORT_H
+#define GW_PORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rte_ether.h>
+#include <rte_mempool.h>
+
+#include "gw_config.h"
+
+#define GW_PORT_MBUF_DATA 10240 /* a frame of a 9000-byte IP MTU, in one segment */
+
+struct gw_port_driver;
+
+struct gw_member {
+	const struct gw_port_driver *drv;
+	const char *spec; /* as configured */
+	const char *arg;  /* what follows "kind:" */
+	char dev[32];     /* the ethdev's name: net_vhost0, 0000:03:00.0 */
+	unsigned index;
+	uint16_t port_id;
+	bool open;        /* the device exists (an operator's unplug closes it) */
+	bool up;          /* link as last seen */
+	uint64_t rx_packets, tx_packets; /* as last seen (gw_port_watch) */
+};
+
+struct gw_port {
+	const struct gw_config *cfg;
+	uint16_t port_id; /* the port to poll: the bond, or the single member */
+	uint16_t nqueues; /* RX and TX queue pairs */
+	bool bonded;
+	bool rss;         /* the device hashes UDP flows over its RX queues */
+	struct gw_member members[GW_CONFIG_MAX_MEMBERS];
+	unsigned nmembers;
+	struct rte_mempool *pool;
+	struct rte_ether_addr mac;
+};
+
+/*
+ * Is member (as written in [port] members) a kind this gateway knows, with
+ * a well-formed argument for it, given the rest of cfg? 0, or a negative
+ * errno and one sentence in why. Needs no EAL: gw_config_load calls it.
+ */
+int gw_port_check_member(const char *member, const struct gw_config *cfg, char *why,
+			 size_t whylen);
+
+/* EAL arguments the members need (PCI: -a ADDR each), appended to args. */
+int gw_port_eal_args(const struct gw_config *cfg, char *args, size_t len);
+
+/*
+ * Open the members, bond them, create the mbuf pool, configure nqueues RX
+ * and TX queue pairs, set the MTU and start. On error returns a negative
+ * errno with one line in err naming the member or key and the fix; what
+ * was opened is closed again.
+ */
+int gw_port_open(struct gw_port *p, const struct gw_config *cfg, uint16_t nqueues, char *err,
+		 size_t errlen);
+void gw_port_close(struct gw_port *p);
+
+/*
+ * Look at each member's link (from its PMD, or for af_packet from the
+ * kernel, which the bond is then told of) and its packet counts. Returns
+ * how many members went up or down.
+ */
+int gw_port_watch(struct gw_port *p);
+
+/* Link state of the polled port (bond mode 4: once LACP has agreed). */
+bool gw_port_link_up(const struct gw_port *p);
+
+/*
+ * An operator takes member i down or brings it back: a NIC's link through
+ * ethdev, a kernel interface's flag, or a virtual device unplugged (closed,
+ * so the far end sees its cable go) and plugged in again. quiesce(ctx) runs
+ * between taking a member out of the bond and closing it: it must return
+ * only once no lcore can still be sending on it. 0, or a negative errno and
+ * why.
+ */
+int gw_port_member_set(struct gw_port *p, unsigned i, bool up, void (*quiesce)(void *ctx),
+		       void *ctx, char *why, size_t whylen);
+
+#endif
