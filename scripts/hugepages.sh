@@ -53,6 +53,11 @@ cmd_reserve() {
 
 cmd_release() {
     need_root
+    local i
+    for ((i = 0; i < 30; i++)); do # a gateway just killed takes a moment to go
+        pgrep -x gridwired >/dev/null || break
+        sleep 0.1
+    done
     pgrep -x gridwired >/dev/null && die "release: gateways still run (they hold the pages); stop them first"
     # A primary's page files stay after it exits (secondaries need them
     # while it runs): gateways name theirs after their prefix, gw-NAME.

@@ -112,7 +112,10 @@ gw_ns_down() {
 # shared memory, bonded) or "veth" (the two veths between the namespaces,
 # through af_packet, bonded, where XDP can drop frames and ip link can cut
 # a member). GW_ARGS_A and GW_ARGS_B add gridwired arguments for one side
-# only, e.g. GW_ARGS_B="--set fault.drop_ppm=10000".
+# only, e.g. GW_ARGS_B="--set fault.drop_ppm=10000". GW_HUGE=1 runs the
+# gateways on hugepages (./scripts/gw hugepages reserve) as multi-process
+# primaries, which dpdk-proc-info and dpdk-dumpcap attach to; the default
+# is --no-huge.
 
 gw_link() {
     case ${GW_LINK:-cable} in
@@ -146,9 +149,12 @@ gw_gateway_start() {
     own=$([[ $i == 0 ]] && echo "${GW_ARGS_A:-}" || echo "${GW_ARGS_B:-}")
     # shellcheck disable=SC2206  # plain words, split on purpose
     extra+=($own)
+    local mem="--no-huge -m 512 --no-shconf"
+    # One file per memory segment list: a vhost-user peer maps at most 8.
+    [[ ${GW_HUGE:-0} == 1 ]] && mem="-m 512 --huge-dir=/dev/hugepages --single-file-segments"
     rm -f "/run/gridwire/${name[i]}.sock"
     ip netns exec "${ns[i]}" "$bin" -c "$_GW_LIB_ROOT/config/${cfg[i]}" \
-        --set "eal.args=--no-pci --no-huge -m 512 --no-shconf --lcores=$lcores" \
+        --set "eal.args=--no-pci $mem --lcores=$lcores" \
         --set "lcores.workers=$workers" \
         --stats-file "$work/${name[i]}.json" "${extra[@]}" "$@" >>"$work/${name[i]}.log" 2>&1 &
     echo $!
