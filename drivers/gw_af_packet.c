@@ -9,7 +9,6 @@
  * it has no link state of its own: the kernel's (up, with carrier) is read
  * instead, for gw_port to tell the bond.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -31,24 +30,9 @@ static int ifreq_call(const char *ifname, unsigned long req, struct ifreq *ifr)
 	return rc;
 }
 
-/* What the kernel takes as an interface name (dev_valid_name). */
 static int check(const char *arg, const struct gw_config *cfg, char *why, size_t len)
 {
-	size_t n = strlen(arg);
-	bool ok = n < IFNAMSIZ && strcmp(arg, ".") && strcmp(arg, "..") && !strchr(arg, '/');
-	if (!ok) {
-		snprintf(why, len, "not an interface name (1 to %u characters, no '/')",
-			 IFNAMSIZ - 1);
-		return -EINVAL;
-	}
-	/* It sets its MTU through the kernel, the others through ethdev. */
-	for (unsigned i = 0; i < cfg->nmembers; i++)
-		if (strchr(cfg->members[i], ':') && strncmp(cfg->members[i], "af_packet:", 10)) {
-			snprintf(why, len, "af_packet members cannot share a bond with '%s'",
-				 cfg->members[i]);
-			return -EINVAL;
-		}
-	return 0;
+	return gw_port_check_ifname(arg, why, len);
 }
 
 static int open_dev(struct gw_member *m, const struct gw_config *cfg, uint16_t nq, char *why,
@@ -83,14 +67,18 @@ static int link_state(const struct gw_member *m)
 }
 
 /* As `ip link set IFACE down|up`: the far end loses its carrier too. */
-static int set_link(struct gw_member *m, bool up)
+static int set_link(struct gw_member *m, bool up, char *why, size_t len)
 {
 	struct ifreq ifr = { 0 };
 	int rc = ifreq_call(m->arg, SIOCGIFFLAGS, &ifr);
+	if (rc == 0) {
+		ifr.ifr_flags = (short)(up ? ifr.ifr_flags | IFF_UP : ifr.ifr_flags & ~IFF_UP);
+		rc = ifreq_call(m->arg, SIOCSIFFLAGS, &ifr);
+	}
 	if (rc < 0)
-		return rc;
-	ifr.ifr_flags = (short)(up ? ifr.ifr_flags | IFF_UP : ifr.ifr_flags & ~IFF_UP);
-	return ifreq_call(m->arg, SIOCSIFFLAGS, &ifr);
+		snprintf(why, len, "cannot set %s %s (%s): the gateway needs CAP_NET_ADMIN", m->arg,
+			 up ? "up" : "down", strerror(-rc));
+	return rc;
 }
 
 const struct gw_port_driver gw_af_packet_driver = {
@@ -100,6 +88,7 @@ const struct gw_port_driver gw_af_packet_driver = {
 	.started = started,
 	.link = link_state,
 	.set_link = set_link,
+	.bare = true,
 	.vdev = true,
 	.own_mtu = true,
 };

@@ -19,7 +19,8 @@
 #define GW_PORT_RX_DESC 1024
 #define GW_PORT_TX_DESC 1024
 #define GW_BOND_NAME "net_bonding0"
-#define RTE_LOGTYPE_GW_PORT RTE_LOGTYPE_USER1
+
+RTE_LOG_REGISTER(gw_port_logtype, gridwire.port, INFO);
 
 static const struct gw_port_driver *const drivers[] = {
 	&gw_af_packet_driver, &gw_tap_driver, &gw_vhost_driver, &gw_virtio_user_driver,
@@ -36,14 +37,16 @@ static int __rte_format_printf(4, 5) fail(char *buf, size_t len, int rc, const c
 	return rc;
 }
 
-/* The driver of "kind:arg"; a bare name is an af_packet interface (no
- * interface name has a ':'). */
+/* The driver of "kind:arg", or of a bare argument (no interface name has a ':'). */
 static const struct gw_port_driver *find_driver(const char *member, const char **arg)
 {
 	const char *colon = strchr(member, ':');
 	if (!colon) {
 		*arg = member;
-		return &gw_af_packet_driver;
+		for (size_t i = 0; i < NDRIVERS; i++)
+			if (drivers[i]->bare)
+				return drivers[i];
+		return NULL;
 	}
 	for (size_t i = 0; i < NDRIVERS; i++)
 		if (strlen(drivers[i]->kind) == (size_t)(colon - member) &&
@@ -68,6 +71,15 @@ int gw_port_check_member(const char *member, const struct gw_config *cfg, char *
 	}
 	if (!*arg)
 		return fail(why, whylen, -EINVAL, "nothing after '%s:'", d->kind);
+	/* A kind that sets its MTU itself cannot share the bond's. */
+	for (unsigned i = 0; i < cfg->nmembers; i++) {
+		const char *other_arg;
+		const struct gw_port_driver *o = find_driver(cfg->members[i], &other_arg);
+		if (o && o != d && (o->own_mtu || d->own_mtu))
+			return fail(why, whylen, -EINVAL,
+				    "%s members cannot share a bond with '%s' (one sets its MTU through the kernel, the other through ethdev)",
+				    d->kind, cfg->members[i]);
+	}
 	return d->check(arg, cfg, why, whylen);
 }
 
@@ -90,22 +102,23 @@ int gw_port_vdev(struct gw_member *m, const char *pmd, const char *args, char *w
 {
 	snprintf(m->dev, sizeof(m->dev), "net_%s%u", pmd, m->index);
 	int rc = rte_vdev_init(m->dev, args);
-	if (rc < 0)
-		return fail(why, len, rc, "net_%s cannot open it (%s)", pmd, rte_strerror(-rc));
-	if ((rc = rte_eth_dev_get_port_by_name(m->dev, &m->port_id)) < 0) {
+	if (rc < 0) /* PMDs return -1 for most failures, having logged why */
+		return fail(why, len, rc == -1 ? -ENODEV : rc,
+			    "net_%s cannot open it (its line above says why)", pmd);
+	if (rte_eth_dev_get_port_by_name(m->dev, &m->port_id) < 0) {
 		rte_vdev_uninit(m->dev);
-		return fail(why, len, rc, "net_%s made no port", pmd);
+		return fail(why, len, -ENODEV, "net_%s made no port", pmd);
 	}
 	return 0;
 }
 
-int gw_port_check_path(const char *path, char *why, size_t len)
+int gw_port_check_ifname(const char *name, char *why, size_t len)
 {
-	if (path[0] != '/')
-		return fail(why, len, -EINVAL, "the socket path must be absolute");
-	if (strlen(path) >= GW_PATH_MAX)
-		return fail(why, len, -EINVAL, "the socket path is longer than %u characters",
-			    GW_PATH_MAX - 1);
+	/* The kernel refuses '/', "." and ".."; ',' and '=' would be read as
+	 * more PMD arguments. */
+	if (strlen(name) > 15 || !strcmp(name, ".") || !strcmp(name, "..") || strpbrk(name, "/,="))
+		return fail(why, len, -EINVAL,
+			    "not an interface name (1 to 15 characters, no '/', ',' or '=')");
 	return 0;
 }
 
@@ -120,18 +133,15 @@ static void member_close(struct gw_member *m)
 		rte_eth_dev_close(m->port_id);
 	}
 	m->open = false;
-	m->up = false;
+	__atomic_store_n(&m->up, false, __ATOMIC_RELAXED);
 }
 
-static int member_open(struct gw_port *p, unsigned i, char *err, size_t errlen)
+static int member_open(struct gw_port *p, struct gw_member *m, char *why, size_t len)
 {
-	struct gw_member *m = &p->members[i];
-	char why[192];
-	int rc = m->drv->open(m, p->cfg, p->nqueues, why, sizeof(why));
-	if (rc < 0)
-		return fail(err, errlen, rc, "[port] members: '%s': %s", m->spec, why);
-	m->open = true;
-	return 0;
+	int rc = m->drv->open(m, p->cfg, p->nqueues, why, len);
+	if (rc == 0)
+		m->open = true;
+	return rc;
 }
 
 /* Largest MTU a device takes, by what ethdev itself checks (frame = MTU +
@@ -147,7 +157,7 @@ static unsigned mtu_limit(const struct rte_eth_dev_info *di)
 
 static bool own_mtu(const struct gw_port *p)
 {
-	return p->members[0].drv->own_mtu; /* a bond never mixes (checked) */
+	return p->members[0].drv->own_mtu; /* the kinds never mix (checked) */
 }
 
 static int check_mtu(struct gw_port *p, char *err, size_t errlen)
@@ -172,20 +182,23 @@ static int make_bond(struct gw_port *p, char *err, size_t errlen)
 	int rc = rte_eth_bond_create(GW_BOND_NAME, (uint8_t)p->cfg->bond_mode,
 				     (uint8_t)rte_socket_id());
 	if (rc < 0)
-		return fail(err, errlen, rc, "[port] bond_mode = %u: cannot create the bond (%s)",
-			    p->cfg->bond_mode, rte_strerror(-rc));
+		return fail(err, errlen, -EINVAL,
+			    "[port] bond_mode = %u: cannot create the bond (its line above says why)",
+			    p->cfg->bond_mode);
 	p->port_id = (uint16_t)rc;
 	p->bonded = true;
+	/* The bond's calls return -1 and log their reason themselves. */
 	for (unsigned i = 0; i < p->nmembers; i++)
-		if ((rc = rte_eth_bond_slave_add(p->port_id, p->members[i].port_id)) < 0)
-			return fail(err, errlen, rc, "[port] members: '%s': the bond refused it (%s)",
-				    p->members[i].spec, rte_strerror(-rc));
+		if (rte_eth_bond_slave_add(p->port_id, p->members[i].port_id) < 0)
+			return fail(err, errlen, -EINVAL,
+				    "[port] members: '%s': the bond refused it (its line above says why)",
+				    p->members[i].spec);
 	/* Hash on addresses and ports: each lane is its own UDP flow, so
 	 * lanes spread over the members (modes 2 and 4). */
 	if (p->cfg->bond_mode != BONDING_MODE_ROUND_ROBIN &&
-	    (rc = rte_eth_bond_xmit_policy_set(p->port_id, BALANCE_XMIT_POLICY_LAYER34)) < 0)
-		return fail(err, errlen, rc, "cannot set the bond's l34 hashing (%s)",
-			    rte_strerror(-rc));
+	    rte_eth_bond_xmit_policy_set(p->port_id, BALANCE_XMIT_POLICY_LAYER34) < 0)
+		return fail(err, errlen, -EINVAL, "[port] bond_mode = %u: the bond refused l34 hashing",
+			    p->cfg->bond_mode);
 	return 0;
 }
 
@@ -206,6 +219,9 @@ static int configure(struct gw_port *p, char *err, size_t errlen)
 		return fail(err, errlen, rc, "no device information for the port (%s)",
 			    rte_strerror(-rc));
 	struct rte_eth_conf conf = { 0 };
+	/* Configured, not set later: rte_eth_dev_set_mtu would refuse a bond
+	 * over vhost members (net_vhost has no MTU operation); ethdev checks
+	 * this one as it would that. */
 	if (!own_mtu(p))
 		conf.rxmode.mtu = p->cfg->mtu;
 	/* Lanes are UDP flows: spread them by what the device can hash on.
@@ -214,7 +230,6 @@ static int configure(struct gw_port *p, char *err, size_t errlen)
 	if (p->nqueues > 1 && hf) {
 		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
 		conf.rx_adv_conf.rss_conf.rss_hf = hf;
-		p->rss = true;
 	}
 	if (*di.dev_flags & RTE_ETH_DEV_INTR_LSC)
 		conf.intr_conf.lsc = 1;
@@ -222,7 +237,7 @@ static int configure(struct gw_port *p, char *err, size_t errlen)
 		return fail(err, errlen, rc, "cannot configure %u queue pairs on the port (%s)%s",
 			    p->nqueues, rte_strerror(-rc),
 			    p->nqueues > di.max_rx_queues || p->nqueues > di.max_tx_queues
-				    ? ": the device has fewer, lower [lcores] workers"
+				    ? ": the device has fewer; lower [lcores] workers"
 				    : "");
 	uint16_t nrx = GW_PORT_RX_DESC, ntx = GW_PORT_TX_DESC;
 	rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &nrx, &ntx);
@@ -261,8 +276,9 @@ static int open_port(struct gw_port *p, char *err, size_t errlen)
 		m->index = i;
 		m->drv = find_driver(m->spec, &m->arg);
 		p->nmembers = i + 1;
-		if ((rc = member_open(p, i, err, errlen)) < 0)
-			return rc;
+		char why[192];
+		if ((rc = member_open(p, m, why, sizeof(why))) < 0)
+			return fail(err, errlen, rc, "[port] members: '%s': %s", m->spec, why);
 	}
 	if ((rc = check_mtu(p, err, errlen)) < 0)
 		return rc;
@@ -296,7 +312,8 @@ static int open_port(struct gw_port *p, char *err, size_t errlen)
 			return rc;
 	rte_eth_macaddr_get(p->port_id, &p->mac);
 	for (unsigned i = 0; i < p->nmembers; i++)
-		p->members[i].up = member_link(&p->members[i]) == 1;
+		__atomic_store_n(&p->members[i].up, member_link(&p->members[i]) == 1,
+				 __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -312,21 +329,38 @@ int gw_port_open(struct gw_port *p, const struct gw_config *cfg, uint16_t nqueue
 	return rc;
 }
 
+/* Not zeroed after: the telemetry thread may still read the members. */
 void gw_port_close(struct gw_port *p)
 {
 	if (p->bonded) {
+		/* Closing the bond takes its members out; then it can be freed. */
 		rte_eth_dev_stop(p->port_id);
-		rte_eth_bond_free(GW_BOND_NAME);
+		rte_eth_dev_close(p->port_id);
+		if (rte_eth_bond_free(GW_BOND_NAME) < 0)
+			GW_PORT_LOG(WARNING, "the bond would not be freed");
+		p->bonded = false;
 	}
 	for (unsigned i = 0; i < p->nmembers; i++)
 		member_close(&p->members[i]);
 	rte_mempool_free(p->pool);
-	memset(p, 0, sizeof(*p));
+	p->pool = NULL;
+}
+
+/* Each counter stored whole, for the telemetry thread. */
+static void stats_copy(struct rte_eth_stats *to, const struct rte_eth_stats *from)
+{
+	const uint64_t *f = (const uint64_t *)from;
+	uint64_t *t = (uint64_t *)to;
+	for (size_t k = 0; k < sizeof(*from) / sizeof(uint64_t); k++)
+		__atomic_store_n(&t[k], f[k], __ATOMIC_RELAXED);
 }
 
 int gw_port_watch(struct gw_port *p)
 {
 	int changed = 0;
+	struct rte_eth_stats all;
+	if (rte_eth_stats_get(p->port_id, &all) == 0)
+		stats_copy(&p->stats, &all);
 	for (unsigned i = 0; i < p->nmembers; i++) {
 		struct gw_member *m = &p->members[i];
 		struct rte_eth_stats st;
@@ -339,21 +373,26 @@ int gw_port_watch(struct gw_port *p)
 		int up = member_link(m);
 		if (up < 0 || (bool)up == m->up)
 			continue;
-		m->up = up;
-		changed++;
-		int rc = 0;
 		/* A PMD that does not report its link leaves the bond hashing
-		 * flows onto a dead member: take it out, and back once it is up. */
+		 * flows onto a dead member: take it out, and back once it is up
+		 * (tried again on the next watch if the bond refuses). */
 		if (m->drv->link && p->bonded) {
-			rc = up ? rte_eth_bond_slave_add(p->port_id, m->port_id)
-				: rte_eth_bond_slave_remove(p->port_id, m->port_id);
+			int rc = up ? rte_eth_bond_slave_add(p->port_id, m->port_id)
+				    : rte_eth_bond_slave_remove(p->port_id, m->port_id);
+			if (rc < 0) {
+				GW_PORT_LOG(WARNING, "member %s: link %s, but the bond refused the change",
+					    m->spec, up ? "up" : "down");
+				continue;
+			}
 			char why[192];
-			if (up && rc == 0 && m->drv->started) /* the bond set its own MTU on it */
-				m->drv->started(m, p->cfg->mtu, why, sizeof(why));
+			/* The bond set its own MTU on it. */
+			if (up && m->drv->started && m->drv->started(m, p->cfg->mtu, why, sizeof(why)) < 0)
+				GW_PORT_LOG(WARNING, "member %s: %s", m->spec, why);
 		}
-		RTE_LOG(WARNING, GW_PORT, "member %s: link %s%s\n", m->spec,
-			up ? "up" : "down, its traffic moves to the other members",
-			rc < 0 ? " (the bond refused the change)" : "");
+		__atomic_store_n(&m->up, (bool)up, __ATOMIC_RELAXED);
+		changed++;
+		GW_PORT_LOG(WARNING, "member %s: link %s", m->spec,
+			    up ? "up" : "down, its traffic moves to the other members");
 	}
 	return changed;
 }
@@ -369,13 +408,11 @@ static int unplug(struct gw_port *p, struct gw_member *m, void (*quiesce)(void *
 {
 	if (!m->open)
 		return 0;
-	int rc = rte_eth_bond_slave_remove(p->port_id, m->port_id);
-	if (rc < 0)
-		return fail(why, len, rc, "the bond would not let it go (%s)", rte_strerror(-rc));
+	if (rte_eth_bond_slave_remove(p->port_id, m->port_id) < 0)
+		return fail(why, len, -EBUSY, "the bond would not let it go (its log line says why)");
 	quiesce(ctx);
 	member_close(m);
-	RTE_LOG(WARNING, GW_PORT, "member %s: unplugged, its traffic moves to the other members\n",
-		m->spec);
+	GW_PORT_LOG(WARNING, "member %s: unplugged, its traffic moves to the other members", m->spec);
 	return 0;
 }
 
@@ -383,16 +420,15 @@ static int plug(struct gw_port *p, struct gw_member *m, char *why, size_t len)
 {
 	if (m->open)
 		return 0;
-	int rc = m->drv->open(m, p->cfg, p->nqueues, why, len);
+	int rc = member_open(p, m, why, len);
 	if (rc < 0)
 		return rc;
-	m->open = true;
 	/* The bond configures and starts it like the others. */
-	if ((rc = rte_eth_bond_slave_add(p->port_id, m->port_id)) < 0) {
+	if (rte_eth_bond_slave_add(p->port_id, m->port_id) < 0) {
 		member_close(m);
-		return fail(why, len, rc, "the bond refused it (%s)", rte_strerror(-rc));
+		return fail(why, len, -EINVAL, "the bond refused it (its log line says why)");
 	}
-	RTE_LOG(WARNING, GW_PORT, "member %s: plugged in again\n", m->spec);
+	GW_PORT_LOG(WARNING, "member %s: plugged in again", m->spec);
 	return 0;
 }
 
@@ -407,12 +443,12 @@ int gw_port_member_set(struct gw_port *p, unsigned i, bool up, void (*quiesce)(v
 			    "only a bond member can be taken down: a single port has no other");
 	struct gw_member *m = &p->members[i];
 	if (m->drv->set_link)
-		return m->drv->set_link(m, up); /* gw_port_watch follows */
+		return m->drv->set_link(m, up, why, whylen); /* gw_port_watch follows */
 	if (m->drv->vdev)
 		return up ? plug(p, m, why, whylen) : unplug(p, m, quiesce, ctx, why, whylen);
 	int rc = up ? rte_eth_dev_set_link_up(m->port_id) : rte_eth_dev_set_link_down(m->port_id);
 	if (rc == -ENOTSUP)
 		return fail(why, whylen, rc, "its device cannot take its link %s",
 			    up ? "up" : "down");
-	return rc < 0 ? fail(why, whylen, rc, "%s", rte_strerror(-rc)) : 0;
+	return rc < 0 ? fail(why, whylen, rc, "its PMD refused (%s)", rte_strerror(-rc)) : 0;
 }

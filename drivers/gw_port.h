@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_mempool.h>
 
@@ -45,11 +46,14 @@ struct gw_port {
 	uint16_t port_id; /* the port to poll: the bond, or the single member */
 	uint16_t nqueues; /* RX and TX queue pairs */
 	bool bonded;
-	bool rss;         /* the device hashes UDP flows over its RX queues */
 	struct gw_member members[GW_CONFIG_MAX_MEMBERS];
 	unsigned nmembers;
 	struct rte_mempool *pool;
 	struct rte_ether_addr mac;
+	/* The polled port's counters as gw_port_watch last read them: the
+	 * telemetry thread reads these, never the bond, whose members an
+	 * operator may be closing. */
+	struct rte_eth_stats stats;
 };
 
 /*
@@ -75,8 +79,9 @@ void gw_port_close(struct gw_port *p);
 
 /*
  * Look at each member's link (from its PMD, or for af_packet from the
- * kernel, which the bond is then told of) and its packet counts. Returns
- * how many members went up or down.
+ * kernel, which the bond is then told of) and copy the port's and each
+ * member's counters for the telemetry thread. Returns how many members
+ * went up or down.
  */
 int gw_port_watch(struct gw_port *p);
 

@@ -11,8 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <rte_log.h>
+
 #include "gw_config.h"
 #include "gw_port.h"
+
+extern int gw_port_logtype;
+#define GW_PORT_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_##level, gw_port_logtype, "gridwired: " fmt "\n", ##__VA_ARGS__)
 
 struct gw_port_driver {
 	const char *kind; /* as written before the ':' of a member */
@@ -28,9 +34,11 @@ struct gw_port_driver {
 	int (*link)(const struct gw_member *m);
 	/* Take the link down or up other than through ethdev (NULL: ethdev,
 	 * or an unplug for a virtual device). */
-	int (*set_link)(struct gw_member *m, bool up);
+	int (*set_link)(struct gw_member *m, bool up, char *why, size_t len);
+	bool bare;     /* a member with no "kind:" is of this kind */
 	bool vdev;     /* made by rte_vdev_init: closing it unplugs it */
-	bool own_mtu;  /* its PMD understates its frame size: started() sets the MTU */
+	bool own_mtu;  /* its PMD understates its frame size: started() sets the
+			* MTU, so it cannot share a bond with another kind */
 	bool pci;      /* probed by EAL from the allow list */
 };
 
@@ -40,7 +48,7 @@ extern const struct gw_port_driver gw_af_packet_driver, gw_tap_driver, gw_vhost_
 /* Create the virtual device net_<pmd><m->index> with args (for open). */
 int gw_port_vdev(struct gw_member *m, const char *pmd, const char *args, char *why, size_t len);
 
-/* Is a socket path usable: absolute and short enough for sun_path? */
-int gw_port_check_path(const char *path, char *why, size_t len);
+/* Is name one for a kernel interface that is also safe in PMD arguments? */
+int gw_port_check_ifname(const char *name, char *why, size_t len);
 
 #endif

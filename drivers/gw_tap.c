@@ -5,7 +5,6 @@
  * to 1522 bytes (no jumbo frames); it reports its link itself.
  */
 #include <errno.h>
-#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,13 +12,7 @@
 
 static int check(const char *arg, const struct gw_config *cfg, char *why, size_t len)
 {
-	size_t n = strlen(arg);
-	if (n >= IFNAMSIZ || strchr(arg, '/') || strchr(arg, ',') || strchr(arg, '=')) {
-		snprintf(why, len, "not a name for a new interface (1 to %u characters, no '/', ',' or '=')",
-			 IFNAMSIZ - 1);
-		return -EINVAL;
-	}
-	return 0;
+	return gw_port_check_ifname(arg, why, len);
 }
 
 static int open_dev(struct gw_member *m, const struct gw_config *cfg, uint16_t nq, char *why,

@@ -30,9 +30,12 @@
 
 static int check(const char *arg, const struct gw_config *cfg, char *why, size_t len)
 {
-	int rc = gw_port_check_path(arg, why, len);
-	if (rc < 0)
-		return rc;
+	/* ',' and '=' would be read as more PMD arguments. */
+	if (arg[0] != '/' || strlen(arg) >= GW_PATH_MAX || strpbrk(arg, ",=")) {
+		snprintf(why, len, "not a socket path (absolute, at most %u characters, no ',' or '=')",
+			 GW_PATH_MAX - 1);
+		return -EINVAL;
+	}
 	if (cfg->port_kind == GW_PORT_BOND && cfg->bond_mode != 4) {
 		snprintf(why, len, "a cable end can only be bonded in bond_mode 4 (mode %u sets every member's MAC, which neither end of the cable can take)",
 			 cfg->bond_mode);
@@ -74,18 +77,18 @@ static int claim_path(const char *path, char *why, size_t len)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return -errno;
-	int rc = connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : -errno;
-	close(s);
+	int rc = s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
+	if (s >= 0)
+		close(s);
 	if (rc == 0) {
 		snprintf(why, len, "another process listens on %s (is a gateway with this member running already?)",
 			 path);
 		return -EADDRINUSE;
 	}
-	if (rc == -ECONNREFUSED && unlink(path) == 0)
-		return 0; /* left by a gateway that died */
-	snprintf(why, len, "cannot take over %s (%s)", path, strerror(-rc));
+	if (rc == -ECONNREFUSED) /* left by a gateway that died */
+		rc = unlink(path) < 0 ? -errno : 0;
+	if (rc < 0)
+		snprintf(why, len, "cannot take over %s (%s)", path, strerror(-rc));
 	return rc;
 }
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # bench.sh: the reference benchmark (the ecall workload), scaled to this
-# machine, between the two namespaces (bond mode 4 over two veths, MTU
-# 9000), 225-byte messages, every message verified (once, in order):
+# machine, between the two namespaces, 225-byte messages, every message
+# verified (once, in order). The gateways are joined by the kernel-bypass
+# cable (two vhost-user <-> virtio-user links, bond mode 4, MTU 9000; the
+# sweep's link is --link) and, for comparison, by the two veths through
+# af_packet (bond mode 4, MTU 9000):
 #
 #  1. the writer-population sweep: W writers over 4 sender processes, each
 #     sending MSGS messages with a PAUSE between them (100 ms as in the
@@ -10,19 +13,26 @@
 #     msg/s, elapsed, messages and bytes per frame, gateway and client CPU
 #     seconds per million messages, peak gateway memory, latency p50/p99/
 #     max and a histogram in decades;
-#  2. the unpaced maximum (4 x 250 writers, as fast as they go), batched
-#     and unbatched, REPS times;
-#  3. references measured here and now: the bonded link's capacity by
+#  2. the unpaced maximum (4 x 250 writers, as fast as they go), REPS times
+#     each, interleaved so that all see the same machine: batched on the
+#     cable, batched on the veths, unbatched on the cable, and batched on
+#     the cable with the gateways on hugepages (if ./scripts/gw hugepages
+#     can reserve them; they are given back after);
+#  3. references measured here and now: each link's own capacity by
 #     dpdk-testpmd (9000-byte frames, txonly -> rxonly, converted to
 #     225-byte messages at gridwire's packing), and what a user could write
 #     on the kernel instead between the same namespaces: TCP with 64 KB
 #     application buffering, and ZeroMQ PUSH/PULL (app/gw-ref).
 #
+# Every run models two one-core hosts: host A's processes (alpha and its
+# senders) on CPU 0, host B's (beta and its receiver) on CPU 1, as the TCP
+# and ZeroMQ references are placed; only the link crosses between them.
+#
 # Everything goes to results/bench-<time>/: sweep.csv, max.csv, refs.json,
 # report.txt (the tables, also printed) and sweep.png (gnuplot).
 #
 #   scripts/bench.sh [--points W,W,...] [--msgs M] [--pause-ms P] [--reps N]
-#                    [--max-msgs M] [--no-refs] [--quick]
+#                    [--max-msgs M] [--link cable|veth] [--no-refs] [--quick]
 #                    [--compare OLD_DIR_OR_CSV [--tolerance PERCENT]]
 #
 # --compare flags every sweep point (mode and writers) and every maximum
@@ -34,7 +44,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT=$(gw_root)
 BIN=$ROOT/build/app
 points=2000,10000,20000,50000,100000,200000,300000,400000
-msgs=20 pause_ms=100 reps=3 max_msgs=10000 refs=1 compare="" tolerance=10
+msgs=20 pause_ms=100 reps=3 max_msgs=10000 refs=1 compare="" tolerance=10 link=cable
 while (($#)); do
     case $1 in
     --points) points=$2; shift 2 ;;
@@ -43,6 +53,7 @@ while (($#)); do
     --reps) reps=$2; shift 2 ;;
     --max-msgs) max_msgs=$2; shift 2 ;;
     --no-refs) refs=0; shift ;;
+    --link) link=$2; shift 2 ;;
     --quick) points=2000,20000,100000 reps=1 max_msgs=4000 refs=0; shift ;;
     --compare) compare=$2; shift 2 ;;
     --tolerance) tolerance=$2; shift 2 ;;
@@ -56,6 +67,7 @@ for w in "${W[@]}"; do
     [[ $w =~ ^[0-9]+$ ]] && ((w >= 4 && w % 4 == 0)) ||
         gw_die "bench.sh: --points takes writer counts divisible by 4, got '$w'"
 done
+export GW_PIN_A=0 GW_PIN_B=1 # scripts/pair.sh: the senders on CPU 0, the receiver on CPU 1
 out=$ROOT/results/bench-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out/runs"
 gw_ns_up >/dev/null
@@ -69,7 +81,7 @@ for w in "${W[@]}"; do
         name=$([[ $mode == on ]] && echo batched || echo unbatched)
         printf '%s [%2d/%d] sweep %-9s %7d writers, %9d msg/s intended ... ' \
             "$(date +%T)" "$k" "$n" "$name" "$w" $((rate * 4)) >&2
-        if "$ROOT/scripts/pair.sh" --keep-ns --procs 4 --writers $((w / 4)) --msgs "$msgs" \
+        if "$ROOT/scripts/pair.sh" --keep-ns --link "$link" --procs 4 --writers $((w / 4)) --msgs "$msgs" \
             --rate "$rate" --batch "$mode" >"$out/runs/sweep-$w-$mode.json" 2>"$out/runs/sweep-$w-$mode.err"; then
             python3 "$ROOT/scripts/bench_report.py" --line "$out/runs/sweep-$w-$mode.json" \
                 $((rate * 4)) >&2
@@ -80,16 +92,32 @@ for w in "${W[@]}"; do
 done
 
 # --- 2. the unpaced maximum -------------------------------------------------
+variants=(batched batched_veth unbatched)
+huge=0
+gw_cleanup_push "$ROOT/scripts/hugepages.sh" release # also after a reservation half made
+if "$ROOT/scripts/hugepages.sh" reserve 2048 2>"$out/runs/hugepages.err"; then
+    variants+=(batched_huge)
+    huge=1
+else
+    gw_log "bench: no hugepages ($(tail -1 "$out/runs/hugepages.err")): that row is left out"
+fi
 for r in $(seq "$reps"); do
-    for mode in on off; do
-        m=$max_msgs
-        [[ $mode == off ]] && m=$((max_msgs / 10))
-        gw_log "bench: maximum, run $r/$reps, batching $mode, $((1000 * m)) messages"
-        "$ROOT/scripts/pair.sh" --keep-ns --procs 4 --writers 250 --msgs "$m" --batch "$mode" \
-            >"$out/runs/max-$r-$mode.json" 2>"$out/runs/max-$r-$mode.err" ||
-            gw_log "bench: that run failed (see $out/runs/max-$r-$mode.err)"
+    for v in "${variants[@]}"; do
+        args=(--link cable) m=$max_msgs
+        case $v in
+        batched_veth) args=(--link veth) ;;
+        unbatched) args+=(--batch off) m=$((max_msgs / 10)) ;;
+        esac
+        gw_log "bench: maximum, run $r/$reps, $v, $((1000 * m)) messages"
+        GW_HUGE=$([[ $v == batched_huge ]] && echo 1 || echo 0) \
+            "$ROOT/scripts/pair.sh" --keep-ns --procs 4 --writers 250 --msgs "$m" "${args[@]}" \
+            >"$out/runs/max-$r-$v.json" 2>"$out/runs/max-$r-$v.err" ||
+            gw_log "bench: that run failed (see $out/runs/max-$r-$v.err)"
     done
 done
+if ((huge)); then
+    "$ROOT/scripts/hugepages.sh" release 2>/dev/null || gw_log "bench: hugepages not released yet (again on exit)"
+fi
 
 # --- 3. references ----------------------------------------------------------
 echo '{}' >"$out/refs.json"
@@ -98,4 +126,4 @@ if ((refs)); then
         gw_log "bench: references incomplete (see $out/runs/refs.err)"
 fi
 
-python3 "$ROOT/scripts/bench_report.py" "$out" "$msgs" "$pause_ms" "$compare" "$tolerance"
+python3 "$ROOT/scripts/bench_report.py" "$out" "$msgs" "$pause_ms" "$link" "$compare" "$tolerance"

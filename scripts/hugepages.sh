@@ -30,6 +30,9 @@ need_root() {
 
 mounted() { awk -v d="$DIR" '$2 == d && $3 == "hugetlbfs" { f = 1 } END { exit !f }' /proc/mounts; }
 
+# Does a process map a page file of ours?
+in_use() { grep -qs " $DIR/" /proc/[0-9]*/maps; }
+
 cmd_reserve() {
     local mb=${1:-2048} pages got
     [[ $mb =~ ^[0-9]+$ ]] && ((mb >= 2)) || die "reserve: MB must be a number of megabytes, at least 2"
@@ -55,10 +58,10 @@ cmd_release() {
     need_root
     local i
     for ((i = 0; i < 30; i++)); do # a gateway just killed takes a moment to go
-        pgrep -x gridwired >/dev/null || break
+        in_use || break
         sleep 0.1
     done
-    pgrep -x gridwired >/dev/null && die "release: gateways still run (they hold the pages); stop them first"
+    in_use && die "release: processes still map pages of $DIR (gateways running?); stop them first"
     # A primary's page files stay after it exits (secondaries need them
     # while it runs): gateways name theirs after their prefix, gw-NAME.
     if mounted; then
@@ -67,9 +70,11 @@ cmd_release() {
     local nr was
     if [[ -f $STATE ]]; then # else reserve did not run: the pages are not ours
         read -r nr was < <(sed 's/nr=\([0-9]*\) mounted=\([01]\)/\1 \2/' "$STATE")
-        rm -f "$STATE"
-        ((was)) && mounted && umount "$DIR"
+        if ((was)) && mounted; then
+            umount "$DIR" || die "release: cannot unmount $DIR; nothing changed"
+        fi
         echo "$nr" >"$NR"
+        rm -f "$STATE"
     fi
     log "released: $(cat "$NR") pages of 2 MB reserved now"
 }

@@ -34,6 +34,12 @@ gw_root() {
     printf '%s\n' "$_GW_LIB_ROOT"
 }
 
+# gw_pss PID: its proportional set size in kB (a page shared by N processes
+# counts 1/N in each, so the two gateways' shared cable buffers count once).
+gw_pss() {
+    awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup"
+}
+
 gw_log() {
     printf '%s %s\n' "$(date '+%H:%M:%S.%3N')" "$*" >&2
 }
@@ -139,7 +145,7 @@ _gw_stop_pid() {
 gw_gateway_start() {
     local work=$1 i=$2 bin=$_GW_LIB_ROOT/build/app/gridwired link
     shift 2
-    link=$(gw_link)
+    link=$(gw_link) || return 1
     local ns=(gwa gwb) name=(alpha beta) cfg=(demo-a.ini demo-b.ini) side=(a b)
     local workers=${GW_WORKERS:-0} lcores="" k extra=()
     # Main lcore of alpha on CPU 0, of beta on CPU 1; workers alternate.
@@ -206,7 +212,7 @@ gw_gateways_down() {
 gw_rx_start() {
     local work=$1 name=$2
     shift 2
-    ip netns exec gwb "$_GW_LIB_ROOT/build/app/gw-perf" rx -s /run/gridwire/beta.sock "$@" \
+    ip netns exec gwb ${GW_PIN_B:+taskset -c "$GW_PIN_B"} "$_GW_LIB_ROOT/build/app/gw-perf" rx -s /run/gridwire/beta.sock "$@" \
         >"$work/$name.json" 2>"$work/$name.err" &
     GW_PID_RX=$!
     gw_cleanup_push _gw_stop_pid "$GW_PID_RX"

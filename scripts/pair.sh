@@ -11,6 +11,9 @@
 #                   [--set section.key=value]... [--workers N] [--rate MSGS_PER_S_PER_PROC]
 #                   [--link cable|veth] [--keep-ns]
 #
+# GW_PIN_A and GW_PIN_B pin the senders and the receiver to those CPUs
+# (taskset), as two hosts would have them; by default they float.
+#
 # --drop loses PERMILLE/1000 of the frames beta receives (the data),
 # --drop-acks of those alpha receives (the acks): by XDP on the veths, or
 # on the cable, where there is no kernel to hook, by the gateways' own
@@ -71,23 +74,19 @@ xdp=0
 cpu_of() { # pid -> utime+stime in clock ticks
     awk '{print $14 + $15}' "/proc/$1/stat"
 }
-rss_of() { # pid -> proportional set size in kB: a page shared by the two
-    # gateways (the cable's buffers, which each end maps) counts once in the sum
-    awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup"
-}
 gw_log "pair: $procs processes x $writers writers x $msgs messages of $size bytes, batching $batch, $link link"
 cpu0=$(($(cpu_of "$pid_a") + $(cpu_of "$pid_b")))
-rss0=$(($(rss_of "$pid_a") + $(rss_of "$pid_b")))
+rss0=$(($(gw_pss "$pid_a") + $(gw_pss "$pid_b")))
 txpids=()
 for p in $(seq 0 $((procs - 1))); do
-    ip netns exec gwa "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock -n 2 -e sink \
+    ip netns exec gwa ${GW_PIN_A:+taskset -c "$GW_PIN_A"} "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock -n 2 -e sink \
         -w "$writers" -m "$msgs" -z "$size" --id-base $((p * writers)) "${rate[@]}" \
         >"$work/tx$p.json" 2>"$work/tx$p.err" &
     txpids+=($!)
 done
 rss_max=$rss0
 while kill -0 "$pid_rx" 2>/dev/null; do
-    r=$(($(rss_of "$pid_a") + $(rss_of "$pid_b")))
+    r=$(($(gw_pss "$pid_a") + $(gw_pss "$pid_b")))
     ((r > rss_max)) && rss_max=$r
     sleep 0.5
 done
@@ -95,7 +94,7 @@ tx_fail=0
 for p in "${txpids[@]}"; do wait "$p" || tx_fail=1; done
 wait "$pid_rx" || true
 cpu1=$(($(cpu_of "$pid_a") + $(cpu_of "$pid_b")))
-rss1=$(($(rss_of "$pid_a") + $(rss_of "$pid_b")))
+rss1=$(($(gw_pss "$pid_a") + $(gw_pss "$pid_b")))
 ((xdp)) && gw_netns drop veth-b0 0 >/dev/null && gw_netns drop veth-b1 0 >/dev/null &&
     gw_netns drop veth-a0 0 >/dev/null && gw_netns drop veth-a1 0 >/dev/null
 gw_gateways_down
@@ -130,6 +129,7 @@ out = {
                                           "auth_forged", "auth_replayed")},
     "faults": {k[6:]: a[k] + b[k] for k in a if k.startswith("fault_")},
     "link": os.environ.get("GW_LINK", "cable"),
+    "alpha_member_tx": [m["tx_packets"] for m in a.get("members", [])],
     "gw_cpu_s_per_M": round(cpu / (total / 1e6), 3),
     "client_cpu_s_per_M": round((rx["cpu_s"] + sum(json.load(open(f))["cpu_s"]
                                  for f in glob.glob(f"{work}/tx*.json") if os.path.getsize(f)))

@@ -569,14 +569,20 @@ static void rx_faulty(struct gw_gateway *g, struct rte_mbuf *m)
 
 /* --- the operator's port requests --- */
 
+/*
+ * The change to wait out (a member out of the bond) is ordered before the
+ * passes read by a full fence, as a worker's next pass is after its
+ * increment; a pass begun after the one seen has then seen the change.
+ */
 void gw_gateway_quiesce(void *gateway)
 {
 	struct gw_gateway *g = gateway;
 	uint64_t seen[GW_LANES_MAX];
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (unsigned i = 0; i < g->cfg->workers; i++)
-		seen[i] = __atomic_load_n(&g->workers[i].passes, __ATOMIC_ACQUIRE);
+		seen[i] = __atomic_load_n(&g->workers[i].passes, __ATOMIC_SEQ_CST);
 	for (unsigned i = 0; i < g->cfg->workers; i++)
-		while (__atomic_load_n(&g->workers[i].passes, __ATOMIC_ACQUIRE) == seen[i])
+		while (__atomic_load_n(&g->workers[i].passes, __ATOMIC_SEQ_CST) < seen[i] + 2)
 			rte_delay_us_sleep(10);
 }
 
@@ -584,13 +590,14 @@ void gw_gateway_quiesce(void *gateway)
 static void port_req_poll(struct gw_gateway *g)
 {
 	struct gw_port_req *r = &g->port_req;
-	uint32_t asked = __atomic_load_n(&r->asked, __ATOMIC_ACQUIRE);
-	if (asked == r->done)
+	uint64_t asked = __atomic_load_n(&r->asked, __ATOMIC_ACQUIRE);
+	uint32_t seq = (uint32_t)(asked >> 32);
+	if (seq == r->done)
 		return;
 	r->why[0] = '\0';
-	r->rc = gw_port_member_set(&g->port, r->member, r->up, gw_gateway_quiesce, g, r->why,
-				   sizeof(r->why));
-	__atomic_store_n(&r->done, asked, __ATOMIC_RELEASE);
+	r->rc = gw_port_member_set(&g->port, (unsigned)(asked & 0xffffffffu) >> 1, asked & 1,
+				   gw_gateway_quiesce, g, r->why, sizeof(r->why));
+	__atomic_store_n(&r->done, seq, __ATOMIC_RELEASE);
 }
 
 /* --- the main loop --- */
@@ -851,6 +858,14 @@ void gw_gateway_stats_json(const struct gw_gateway *g, char *buf, size_t len)
 	for (int v = GW_FAULT_DROP; v <= GW_FAULT_DELAY && n < len; v++)
 		n += (size_t)snprintf(buf + n, len - n, ",\"%s\":%" PRIu64, faults[v],
 				      g->fault.counts[v]);
+	/* The members' packets as gw_port_watch last saw them. */
+	for (unsigned i = 0; i < g->port.nmembers && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n,
+				      "%s{\"member\":\"%s\",\"rx_packets\":%" PRIu64
+				      ",\"tx_packets\":%" PRIu64 "}%s",
+				      i ? "," : ",\"members\":[", g->port.members[i].spec,
+				      g->port.members[i].rx_packets, g->port.members[i].tx_packets,
+				      i + 1 == g->port.nmembers ? "]" : "");
 	if (n < len)
 		snprintf(buf + n, len - n,
 			 ",\"data_frames_tx\":%" PRIu64 ",\"msgs_per_frame\":%.2f"

@@ -31,6 +31,7 @@
 #include <rte_log.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
+#include <rte_telemetry.h>
 
 #include "gw_auth.h"
 #include "gw_batch.h"
@@ -167,12 +168,13 @@ struct gw_ep {
  * from the telemetry thread to the main lcore, which owns the port.
  */
 struct gw_port_req {
-	pthread_mutex_t lock; /* one request at a time */
-	uint32_t asked, done; /* a request waits while they differ (atomic) */
-	unsigned member;
-	bool up;
+	pthread_mutex_t lock; /* one requester at a time */
+	/* seq << 32 | member << 1 | up, in one word so that the main lcore
+	 * reads a request whole (atomic); seq counts from 1 */
+	uint64_t asked;
+	uint32_t done; /* seq of the last request done (atomic) */
 	int rc;
-	char why[192];
+	char why[RTE_TEL_MAX_STRING_LEN]; /* what telemetry can carry */
 };
 
 struct gw_gateway {

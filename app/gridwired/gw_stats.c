@@ -3,8 +3,9 @@
  * Stats over DPDK telemetry, under /gridwire/ (read them with gwctl or
  * dpdk-telemetry.py -f gw-NAME):
  *   /gridwire/stats            every counter, added up over the lcores
- *   /gridwire/port             port counters as testpmd shows them, with
- *                              pps and bps since the previous call
+ *   /gridwire/port             port counters as testpmd shows them (as of
+ *                              the last hello_ms), with pps and bps since
+ *                              the previous call
  *   /gridwire/lanes            "node:lane" of each lane with traffic
  *   /gridwire/lane,NODE:LANE   one lane: frames, retransmissions, window...
  *   /gridwire/clients          channel ids of the connected clients
@@ -50,9 +51,12 @@ static int cmd_port(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	static struct rte_eth_stats prev;
 	static uint64_t prev_ns;
+	/* As the main lcore last read them (every hello_ms): asking the
+	 * bond from here would walk members an operator may be closing. */
 	struct rte_eth_stats st;
-	if (rte_eth_stats_get(gw->port.port_id, &st) < 0)
-		return -EINVAL;
+	const uint64_t *from = (const uint64_t *)&gw->port.stats;
+	for (size_t k = 0; k < sizeof(st) / sizeof(uint64_t); k++)
+		((uint64_t *)&st)[k] = __atomic_load_n(&from[k], __ATOMIC_RELAXED);
 	uint64_t now = gw_clock_ns(), dt = prev_ns ? now - prev_ns : 0;
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "port", gw->port.port_id);
@@ -218,15 +222,16 @@ static int cmd_member(const char *cmd, const char *params, struct rte_tel_data *
 	if (!params || sscanf(params, "%u,%7s", &i, state) != 2 ||
 	    (strcmp(state, "down") && strcmp(state, "up")))
 		return -EINVAL;
+	if (i > GW_CONFIG_MAX_MEMBERS)
+		return -EINVAL;
 	struct gw_port_req *r = &gw->port_req;
 	pthread_mutex_lock(&r->lock);
-	r->member = i;
-	r->up = !strcmp(state, "up");
-	uint32_t asked = r->asked + 1;
-	__atomic_store_n(&r->asked, asked, __ATOMIC_RELEASE);
+	uint32_t seq = (uint32_t)(r->asked >> 32) + 1;
+	__atomic_store_n(&r->asked, (uint64_t)seq << 32 | i << 1 | !strcmp(state, "up"),
+			 __ATOMIC_RELEASE);
 	bool done = false;
 	for (unsigned k = 0; k < 10000 && !done; k++) { /* 10 s */
-		done = __atomic_load_n(&r->done, __ATOMIC_ACQUIRE) == asked;
+		done = __atomic_load_n(&r->done, __ATOMIC_ACQUIRE) == seq;
 		if (!done)
 			usleep(1000);
 	}

@@ -262,7 +262,7 @@ int gw_worker_main(void *arg)
 {
 	struct gw_worker *w = arg;
 	while (!__atomic_load_n(&w->g->stop_workers, __ATOMIC_ACQUIRE)) {
-		__atomic_store_n(&w->passes, w->passes + 1, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&w->passes, 1, __ATOMIC_SEQ_CST); /* a full fence: see gw_gateway_quiesce */
 		if (gw_worker_step(w))
 			w->idle_polls = 0;
 		else

@@ -172,7 +172,7 @@ int main(int argc, char **argv)
 	if (rte_eal_init(eargc, eargv) < 0) {
 		fprintf(stderr, "gridwired: EAL init failed: %s (check [eal] args)\n",
 			rte_strerror(rte_errno));
-		return 1;
+		return 2;
 	}
 	gw_logtype = rte_log_register_type_and_pick_level("gridwire.gateway", RTE_LOG_INFO);
 	if (gw_logtype < 0)
@@ -182,7 +182,8 @@ int main(int argc, char **argv)
 	 * to copy frames out (without, rte_pdump_init has nothing to serve). */
 	if (rte_pdump_init() < 0)
 		GW_LOG(WARNING, "dpdk-dumpcap will not be served: %s", rte_strerror(rte_errno));
-	else if (!strstr(cfg.eal_args, "--no-shconf") && !strstr(cfg.eal_args, "--in-memory"))
+	else if (rte_eal_has_hugepages() && !strstr(cfg.eal_args, "--no-shconf") &&
+		 !strstr(cfg.eal_args, "--in-memory"))
 		GW_LOG(NOTICE, "multi-process primary: dpdk-proc-info and dpdk-dumpcap attach with --file-prefix=%s",
 		       strrchr(rte_eal_get_runtime_dir(), '/') + 1);
 
@@ -195,12 +196,14 @@ int main(int argc, char **argv)
 	if (rc < 0) {
 		fprintf(stderr, "gridwired: cannot start: %s\n", err);
 		gw_gateway_fini(&g);
+		rte_pdump_uninit();
 		rte_eal_cleanup();
 		return 2;
 	}
 	gw_gateway_run(&g, &stop, 2000);
 
-	char js[2048];
+	char js[4096];
+	gw_port_watch(&g.port); /* the members' last counts */
 	gw_gateway_stats_json(&g, js, sizeof(js));
 	GW_LOG(NOTICE, "stats %s", js);
 	if (stats_file) {

@@ -35,7 +35,7 @@ refuse_in() { # NS ONLY_LINE WANT ARGS...
     ours=$(printf '%s\n' "$out" | grep -c '^gridwired: ' || true)
     local last=${out##*$'\n'}
     if ((rc == 2 && ours == 1)) && [[ $last == "gridwired: "*"$want"* && ! -e $work/never.sock ]] &&
-        { ((!only)) || [[ $out == "$last" ]]; } && ! pgrep -x gridwired >/dev/null; then
+        { ((!only)) || [[ $out == "$last" ]]; } && [[ -z $ns || -z $(ip netns pids "$ns") ]]; then
         echo "ok: refused ($rc): $last"
     else
         echo "FAIL: gridwired $* -> exit $rc, output: $out"

@@ -20,10 +20,9 @@ run() { # LINK
     gw_gateways_up "$work"
 
     fds() { ls "/proc/$1/fd" | wc -l; }
-    # Proportional set size: a page two processes share counts half in
-    # each, so the cable's shared memory (each end maps the other's
-    # buffers) is counted once in the two gateways' sum.
-    rss() { awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup"; }
+    # Proportional set size (gw_pss): the cable's shared buffers, which
+    # each end maps, count once in the two gateways' sum.
+    rss() { gw_pss "$1"; }
 
     # Before any client: what the gateways hold with nobody connected.
     fd_a=$(fds "$GW_PID_A") fd_b=$(fds "$GW_PID_B")

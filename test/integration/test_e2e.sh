@@ -28,11 +28,11 @@ PY
 
 fail=0
 for link in cable veth; do
-    clean=$("$pair" --link $link --procs 4 --writers 250 --msgs 1000 | tail -1)
+    clean=$("$pair" --link $link --procs 4 --writers 250 --msgs 1000 | tail -1 || true)
     check "$link: clean" "$clean" 0 || fail=1
-    lossy=$("$pair" --link $link --procs 4 --writers 250 --msgs 1000 --drop 10 --drop-acks 10 | tail -1)
+    lossy=$("$pair" --link $link --procs 4 --writers 250 --msgs 1000 --drop 10 --drop-acks 10 | tail -1 || true)
     check "$link: 1% loss each way" "$lossy" 1 || fail=1
-    split=$("$pair" --link $link --procs 4 --writers 250 --msgs 1000 --drop 10 --workers 2 | tail -1)
+    split=$("$pair" --link $link --procs 4 --writers 250 --msgs 1000 --drop 10 --workers 2 | tail -1 || true)
     check "$link: 1% loss, 2 worker lcores" "$split" 1 || fail=1
 done
 exit $fail

@@ -64,13 +64,13 @@ for link in cable veth; do
         fi
     done
     [[ -n $busy ]] || gw_die "$link: no traffic seen in 30 s"
-    lose $link $busy
+    step "$link: member $busy taken down" lose $link $busy
     step "$link: member $busy lost, traffic moved to member $other" wait_moving $other
-    restore $link $busy
+    step "$link: member $busy brought back" restore $link $busy
     sleep 6 # reconnected (the cable's client retries every second), then LACP (about 3 s)
-    lose $link $other
+    step "$link: member $other taken down" lose $link $other
     step "$link: member $other lost, traffic came back to member $busy, which rejoined" wait_moving $busy
-    restore $link $other
+    step "$link: member $other brought back" restore $link $other
     wait "$pair" || true
     tail -4 "$out"
     python3 - "$(tail -1 "$out")" "$link" <<'PY' || fail=1

@@ -44,10 +44,11 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 sys.exit(0 if r["delivered"] == 1000000 and not r["duplicates"] and not r["order_violations"] else 1)
 PY
-if cap=$(python3 "$ROOT/test/integration/pcapcheck.py" "$work/beta.pcapng" 47000); then
+ls -l "$work/beta.pcapng" >"$work/pcap.ls" 2>&1 || true
+if cap=$(python3 "$ROOT/test/integration/pcapcheck.py" "$work/beta.pcapng" 47000 2>&1); then
     ok "dpdk-dumpcap captured beta's frames, every gridwire frame whole and well formed: $cap"
 else
-    bad "the capture: $cap $(tail -3 "$work/dumpcap.out")"
+    bad "the capture: $cap; $(cat "$work/pcap.ls"); dumpcap: $(tail -3 "$work/dumpcap.out")"
 fi
 
 stats=$(dpdk-proc-info --file-prefix=gw-alpha --no-pci -- --stats 2>&1 || true)
