@@ -346,13 +346,19 @@ void gw_port_close(struct gw_port *p)
 	p->pool = NULL;
 }
 
-/* Each counter stored whole, for the telemetry thread. */
+/* Counter by counter, each loaded and stored whole: the two sides of the
+ * copy are on different threads. */
 static void stats_copy(struct rte_eth_stats *to, const struct rte_eth_stats *from)
 {
 	const uint64_t *f = (const uint64_t *)from;
 	uint64_t *t = (uint64_t *)to;
 	for (size_t k = 0; k < sizeof(*from) / sizeof(uint64_t); k++)
-		__atomic_store_n(&t[k], f[k], __ATOMIC_RELAXED);
+		__atomic_store_n(&t[k], __atomic_load_n(&f[k], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
+
+void gw_port_stats(const struct gw_port *p, struct rte_eth_stats *st)
+{
+	stats_copy(st, &p->stats);
 }
 
 int gw_port_watch(struct gw_port *p)

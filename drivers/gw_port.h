@@ -51,8 +51,8 @@ struct gw_port {
 	struct rte_mempool *pool;
 	struct rte_ether_addr mac;
 	/* The polled port's counters as gw_port_watch last read them: the
-	 * telemetry thread reads these, never the bond, whose members an
-	 * operator may be closing. */
+	 * telemetry thread reads these (gw_port_stats), never the bond, whose
+	 * members an operator may be closing. */
 	struct rte_eth_stats stats;
 };
 
@@ -84,6 +84,9 @@ void gw_port_close(struct gw_port *p);
  * went up or down.
  */
 int gw_port_watch(struct gw_port *p);
+
+/* The polled port's counters as gw_port_watch last read them (any thread). */
+void gw_port_stats(const struct gw_port *p, struct rte_eth_stats *st);
 
 /* Link state of the polled port (bond mode 4: once LACP has agreed). */
 bool gw_port_link_up(const struct gw_port *p);

@@ -54,9 +54,7 @@ static int cmd_port(const char *cmd, const char *params, struct rte_tel_data *d)
 	/* As the main lcore last read them (every hello_ms): asking the
 	 * bond from here would walk members an operator may be closing. */
 	struct rte_eth_stats st;
-	const uint64_t *from = (const uint64_t *)&gw->port.stats;
-	for (size_t k = 0; k < sizeof(st) / sizeof(uint64_t); k++)
-		((uint64_t *)&st)[k] = __atomic_load_n(&from[k], __ATOMIC_RELAXED);
+	gw_port_stats(&gw->port, &st);
 	uint64_t now = gw_clock_ns(), dt = prev_ns ? now - prev_ns : 0;
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "port", gw->port.port_id);
@@ -222,7 +220,7 @@ static int cmd_member(const char *cmd, const char *params, struct rte_tel_data *
 	if (!params || sscanf(params, "%u,%7s", &i, state) != 2 ||
 	    (strcmp(state, "down") && strcmp(state, "up")))
 		return -EINVAL;
-	if (i > GW_CONFIG_MAX_MEMBERS)
+	if (i >= GW_CONFIG_MAX_MEMBERS) /* and it would not fit its bits of the request */
 		return -EINVAL;
 	struct gw_port_req *r = &gw->port_req;
 	pthread_mutex_lock(&r->lock);

@@ -20,13 +20,12 @@ run() { # LINK
     gw_gateways_up "$work"
 
     fds() { ls "/proc/$1/fd" | wc -l; }
-    # Proportional set size (gw_pss): the cable's shared buffers, which
-    # each end maps, count once in the two gateways' sum.
-    rss() { gw_pss "$1"; }
+    # Memory as proportional set size (gw_pss): the cable's shared buffers,
+    # which each end maps, count once in the two gateways' sum.
 
     # Before any client: what the gateways hold with nobody connected.
     fd_a=$(fds "$GW_PID_A") fd_b=$(fds "$GW_PID_B")
-    rss_a=$(rss "$GW_PID_A") rss_b=$(rss "$GW_PID_B")
+    rss_a=$(gw_pss "$GW_PID_A") rss_b=$(gw_pss "$GW_PID_B")
 
     # The steady flow: 20,000 msg/s from alpha to beta's "sink" for about 40 s.
     steady=800000
@@ -55,7 +54,7 @@ run() { # LINK
     sleep 1 # the gateways poll their control sockets every millisecond
     # Everybody has gone again: the gateways must be back where they started.
     fd_a2=$(fds "$GW_PID_A") fd_b2=$(fds "$GW_PID_B")
-    rss_a2=$(rss "$GW_PID_A") rss_b2=$(rss "$GW_PID_B")
+    rss_a2=$(gw_pss "$GW_PID_A") rss_b2=$(gw_pss "$GW_PID_B")
 
     # The gateway goes; its client must not hang.
     ip netns exec gwb "$BIN/gw-perf" rx -s /run/gridwire/beta.sock -e orphan --expect 10 \
