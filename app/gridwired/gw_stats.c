@@ -105,12 +105,12 @@ static bool lane_used(const struct gw_peer *p, unsigned l)
 static int cmd_lanes(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
-	unsigned known = __atomic_load_n(&gw->nknown, __ATOMIC_ACQUIRE);
+	unsigned known = gw_peers_known(&gw->peers);
 	for (unsigned k = 0; k < known; k++)
 		for (unsigned l = 0; l < GW_LANES_MAX; l++)
-			if (lane_used(&gw->peers[gw->known[k]], l)) {
+			if (lane_used(&gw->peers.peer[gw->peers.known[k]], l)) {
 				char id[16];
-				snprintf(id, sizeof(id), "%u:%u", gw->known[k], l);
+				snprintf(id, sizeof(id), "%u:%u", gw->peers.known[k], l);
 				rte_tel_data_add_array_string(d, id);
 			}
 	return 0;
@@ -120,10 +120,11 @@ static int cmd_lane(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	unsigned node, l;
 	if (!params || sscanf(params, "%u:%u", &node, &l) != 2 || node >= GW_MAX_NODES ||
-	    l >= GW_LANES_MAX || !gw->peers[node].lanes)
+	    l >= GW_LANES_MAX || !gw->peers.peer[node].lanes)
 		return -EINVAL;
-	const struct gw_lane_tx *tx = &gw->peers[node].tx[l];
-	const struct gw_lane_rx *rx = &gw->peers[node].rx[l];
+	const struct gw_peer *p = &gw->peers.peer[node];
+	const struct gw_lane_tx *tx = &p->tx[l];
+	const struct gw_lane_rx *rx = &p->rx[l];
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "peer", node);
 	rte_tel_data_add_dict_u64(d, "lane", l);
@@ -139,9 +140,11 @@ static int cmd_lane(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "rx_msgs", rx->msgs);
 	rte_tel_data_add_dict_u64(d, "rx_dups", rx->dups);
 	rte_tel_data_add_dict_u64(d, "rx_beyond_window", rx->out_of_window);
+	/* The receiver that owns it (-1: none yet). */
+	rte_tel_data_add_dict_int(d, "receiver", (int)__atomic_load_n(&p->rx_owner[l], __ATOMIC_RELAXED) - 1);
 	/* Messages per frame, for the frames this lane's worker built (to
 	 * every peer): 1, 2-3, 4-7, ... */
-	if (l < gw->nlanes) {
+	if (l < gw->layout.workers) {
 		static const char *const names[GW_HIST_BUCKETS] = {
 			"frames_1_msg", "frames_2_3_msgs", "frames_4_7_msgs", "frames_8_15_msgs",
 			"frames_16_31_msgs", "frames_32_63_msgs", "frames_64_msgs_up",
@@ -156,7 +159,7 @@ static int cmd_clients(const char *cmd, const char *params, struct rte_tel_data 
 {
 	rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
 	for (unsigned i = 0; i < gw->cfg->clients_max; i++) {
-		const struct gw_client *cl = &gw->clients[i];
+		const struct gw_client *cl = &gw->ctl.clients[i];
 		if (cl->used && !cl->leaving && cl->chan.shm)
 			rte_tel_data_add_array_int(d, cl->chan_id);
 	}
@@ -166,12 +169,22 @@ static int cmd_clients(const char *cmd, const char *params, struct rte_tel_data 
 static int cmd_client(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	unsigned id;
-	if (!params || sscanf(params, "%u", &id) != 1 || id > UINT16_MAX || !gw->chan_slot[id])
+	uint16_t slot;
+	if (!params || sscanf(params, "%u", &id) != 1 || id > UINT16_MAX ||
+	    !(slot = __atomic_load_n(&gw->ctl.chan_slot[id], __ATOMIC_ACQUIRE)))
 		return -EINVAL;
-	const struct gw_client *cl = &gw->clients[gw->chan_slot[id] - 1];
+	const struct gw_client *cl = &gw->ctl.clients[slot - 1];
+	/* The published directory: the control role copies before it edits. */
+	const struct gw_dir *dir = __atomic_load_n(&gw->ctl.dir, __ATOMIC_ACQUIRE);
 	unsigned eps = 0;
-	for (unsigned i = 0; i < GW_EP_TABLE; i++)
-		eps += gw->eps[i].id && gw->eps[i].chan_id == id;
+	for (unsigned i = 0; i < GW_DIR_SLOTS; i++)
+		eps += dir->slot[i].id && dir->slot[i].chan == id;
+	uint64_t delivered = 0, full = 0, rejecting = 0;
+	for (unsigned r = 0; r < cl->chan.rx_parts; r++) {
+		delivered += cl->chan.rx[r].delivered;
+		full += cl->chan.rx[r].full;
+		rejecting |= cl->rx[r].hold.rejecting;
+	}
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "channel", id);
 	rte_tel_data_add_dict_u64(d, "worker", cl->worker);
@@ -179,27 +192,28 @@ static int cmd_client(const char *cmd, const char *params, struct rte_tel_data *
 	rte_tel_data_add_dict_u64(d, "msgs_taken", cl->chan.msgs);
 	/* The client's own count; it could lie, but only about itself. */
 	rte_tel_data_add_dict_u64(d, "tx_full", cl->tx_full);
-	rte_tel_data_add_dict_u64(d, "msgs_delivered", cl->chan.delivered);
-	rte_tel_data_add_dict_u64(d, "rx_full", cl->chan.rx_full);
-	rte_tel_data_add_dict_u64(d, "rejecting", cl->chan.rejecting);
+	rte_tel_data_add_dict_u64(d, "msgs_delivered", delivered);
+	rte_tel_data_add_dict_u64(d, "rx_full", full);
+	rte_tel_data_add_dict_u64(d, "rejecting", rejecting);
 	return 0;
 }
 
 static int cmd_peers(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
-	unsigned known = __atomic_load_n(&gw->nknown, __ATOMIC_ACQUIRE);
+	unsigned known = gw_peers_known(&gw->peers);
 	for (unsigned k = 0; k < known; k++)
-		rte_tel_data_add_array_int(d, gw->known[k]);
+		rte_tel_data_add_array_int(d, gw->peers.known[k]);
 	return 0;
 }
 
 static int cmd_peer(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	unsigned id;
-	if (!params || sscanf(params, "%u", &id) != 1 || id >= GW_MAX_NODES || !gw->peers[id].lanes)
+	if (!params || sscanf(params, "%u", &id) != 1 || id >= GW_MAX_NODES ||
+	    !gw_peers_ready(&gw->peers, (uint16_t)id))
 		return -EINVAL;
-	const struct gw_peer *p = &gw->peers[id];
+	const struct gw_peer *p = &gw->peers.peer[id];
 	char name[GW_NAME_MAX];
 	snprintf(name, sizeof(name), "%s", p->name);
 	rte_tel_data_start_dict(d);
@@ -208,7 +222,7 @@ static int cmd_peer(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "up", p->up);
 	rte_tel_data_add_dict_u64(d, "epoch", p->epoch);
 	rte_tel_data_add_dict_u64(d, "caps", p->caps);
-	rte_tel_data_add_dict_u64(d, "heard_ms_ago", (gw_clock_ns() - p->last_heard_ns) / 1000000);
+	rte_tel_data_add_dict_u64(d, "heard_ms_ago", (gw_clock_ns() - gw_peers_heard(&gw->peers, (uint16_t)id)) / 1000000);
 	return 0;
 }
 

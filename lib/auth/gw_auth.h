@@ -9,7 +9,7 @@
  *
  * The tag is ChaCha20-Poly1305 (IETF) over the gridwire header, payload,
  * slot and counter as associated data, with nonce (src node, slot, counter).
- * A sender's slot is the lcore that sends (main 0, worker n+1); its counter
+ * A sender's slot is the TX queue of the lcore that sends; its counter
  * starts at the wall clock in nanoseconds and counts up, so a restarted
  * gateway never reuses a nonce. The receiver drops frames whose tag does
  * not verify (forged, or sent with another key) and frames it has seen, or
@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define GW_AUTH_TRAILER 32
-#define GW_AUTH_SLOTS 16
+#define GW_AUTH_SLOTS 32 /* sending lcores: a TX queue each */
 #define GW_AUTH_WINDOW 1024
 #define GW_AUTH_NODES 256
 

@@ -3,17 +3,20 @@
  * gw_chan: the shared-memory channel between one client and its gateway.
  *
  * One memfd region per client connection, created by the gateway and handed
- * to the client over the control socket. It holds two directions, each an
- * rte_ring of 16-byte descriptors (initialised in place by the gateway) and
- * a byte arena for the payloads:
+ * to the client over the control socket. TX (client -> gateway) is one
+ * rte_ring of 16-byte descriptors and a byte arena for the payloads; RX
+ * (gateway -> client) is one such ring and arena per receiver lcore, so
+ * that every ring has one producer and one consumer:
  *
- *   [gw_chan_shm header | TX ring | TX arena | RX ring | RX arena]
+ *   [gw_chan_shm header | TX ring | TX arena | RX ring 0 | RX arena 0 | ...]
  *
- * TX (client -> gateway): the client copies a payload into the arena at
- * its head position (skipping to the start rather than wrapping a payload)
- * and enqueues a descriptor; the gateway validates it, packs the payload
- * into a frame and then publishes tx_tail so the client may reuse the
- * bytes. RX (gateway -> client) is the mirror image.
+ * TX: the client copies a payload into the arena at its head position
+ * (skipping to the start rather than wrapping a payload) and enqueues a
+ * descriptor; the gateway validates it, packs the payload into a frame and
+ * then publishes tx_tail so the client may reuse the bytes. Each RX part is
+ * the mirror image, written by one receiver; the client reads the parts in
+ * turn. A sender's messages all come through one receiver (its lane's), so
+ * they reach the client in order.
  *
  * Trust: the gateway never reads the header back; it keeps its own copy of
  * the layout in struct gw_chan, masks every arena position and checks every
@@ -38,9 +41,10 @@
 #include <unistd.h>
 
 #define GW_CHAN_MAGIC 0x4e414843u /* "CHAN" */
-#define GW_CHAN_VERSION 2
+#define GW_CHAN_VERSION 3
 #define GW_MAX_NODES 256
 #define GW_CHAN_BURST 32
+#define GW_CHAN_RX_MAX 8 /* RX parts: one per receiver lcore */
 
 struct rte_ring;
 
@@ -62,13 +66,24 @@ struct gw_chan_reject {
 	uint16_t rsv;
 };
 
+/* Where one RX part lies in the region. */
+struct gw_chan_rx_layout {
+	uint32_t ring_off, arena_off;
+};
+
+/* The client's word for one RX part, on a line of its own. */
+struct gw_chan_rx_tail {
+	alignas(64) volatile uint32_t tail; /* RX arena bytes before it may be reused */
+};
+
 struct gw_chan_shm {
 	uint32_t magic, version;
 	uint32_t chan_id, node_id;
 	uint32_t size, msg_max;
 	uint32_t ring_count;
 	uint32_t tx_ring_off, tx_arena_off, tx_arena_size;
-	uint32_t rx_ring_off, rx_arena_off, rx_arena_size;
+	uint32_t rx_parts, rx_arena_size;
+	struct gw_chan_rx_layout rx[GW_CHAN_RX_MAX];
 	uint64_t nodes_up[GW_MAX_NODES / 64]; /* written by the gateway */
 	/* Written by the client, read for stats only: sends that found the
 	 * channel full (-EAGAIN), the backpressure this client felt. */
@@ -76,8 +91,8 @@ struct gw_chan_shm {
 	/* TX arena bytes before tx_tail may be reused by the client. */
 	alignas(64) volatile uint32_t tx_tail;
 	volatile uint32_t tx_wait;
-	alignas(64) volatile uint32_t rx_tail;
-	volatile uint32_t rx_wait;
+	alignas(64) volatile uint32_t rx_wait; /* the client sleeps on any part */
+	struct gw_chan_rx_tail rx_tail[GW_CHAN_RX_MAX];
 };
 
 /* Sizing of a new channel. */
@@ -85,42 +100,62 @@ struct gw_chan_params {
 	uint32_t ring_count; /* descriptors per direction, power of two */
 	uint32_t arena_size; /* bytes per direction, power of two */
 	uint32_t msg_max;    /* largest payload */
+	uint32_t rx_parts;   /* RX rings, one per receiver: 1..GW_CHAN_RX_MAX */
+};
+
+/*
+ * One RX part as its one writer (a gateway receiver) or its reader (the
+ * client) sees it. Each part is a cache line apart from the others, so two
+ * receivers never write the same line.
+ */
+struct gw_chan_rx {
+	alignas(64) struct rte_ring *ring;
+	uint8_t *arena;
+	uint32_t head;       /* gateway: producer's arena position */
+	uint32_t tail_cache; /* gateway: the client's tail as last read */
+	uint32_t pos;        /* gateway: its position in the ring */
+	uint32_t cons_cache; /* gateway: the client's ring position as last read */
+	uint64_t delivered, full; /* gateway: into it, and refused for lack of room */
+	/* client: bytes released, and the part of them published in rx_tail */
+	uint32_t done, published;
+	bool unpublished;
 };
 
 /* One end of a channel, private to its process. */
 struct gw_chan {
+	/* Layout, fixed once made or attached: read by every role. */
 	uint8_t *base;
 	uint32_t size;
 	uint32_t chan_id;
 	uint32_t msg_max;
+	uint32_t rx_parts;
+	uint32_t rx_mask;   /* every RX arena's */
+	uint32_t ring_half; /* gateway: wake a blocked sender below this backlog */
+	uint32_t ring_mask; /* gateway: its own copy, never read from the region */
 	int memfd;
 	int efd_rx; /* signalled when RX has data for a sleeping client */
 	int efd_tx; /* signalled when TX has room for a sleeping client */
 	int hup_fd; /* client: the control socket, which closes when the gateway dies */
 	struct gw_chan_shm *shm;
-	struct rte_ring *tx_ring, *rx_ring;
-	uint8_t *tx_arena, *rx_arena;
-	uint32_t tx_mask, rx_mask;
-	uint32_t head; /* producer's arena position (TX for clients, RX for the gateway) */
-	uint32_t msgs; /* messages consumed (gateway TX) or sent (client) */
+	struct rte_ring *tx_ring;
+	uint8_t *tx_arena;
+	uint32_t tx_mask;
+	/* TX, written by the one end that works it: the client producing, or
+	 * the gateway worker that drains the channel. */
+	alignas(64) uint32_t head; /* client: producer's arena position */
+	uint32_t msgs; /* messages consumed (gateway) or sent (client) */
 	uint32_t seen_tail; /* client: tx_tail when a send last found no room */
-	/* The other side's tail as last read: re-read only when the arena
-	 * looks full, so the shared cache line is not pulled per message. */
+	/* client: the gateway's tx_tail as last read, re-read only when the
+	 * arena looks full, so the shared cache line is not pulled per message */
 	uint32_t tail_cache;
-	/* client: RX bytes released, and the part of them published in rx_tail */
-	uint32_t rx_done, rx_published;
-	bool rx_unpublished;
-	/* descriptors taken from the ring this end reads, not yet consumed */
+	uint32_t tx_pos; /* gateway: its position in the TX ring */
+	/* descriptors taken from the ring this end reads, not yet consumed:
+	 * TX for the gateway, RX part cache_part for the client */
 	struct gw_chan_desc cache[GW_CHAN_BURST];
 	uint16_t cache_n, cache_i;
+	uint16_t cache_part;
 	bool broken; /* the client wrote an invalid descriptor */
-	uint32_t ring_half; /* gateway: wake a blocked sender below this backlog */
-	uint32_t ring_mask; /* gateway: its own copy, never read from the region */
-	uint32_t tx_pos, rx_pos; /* gateway: its positions in the TX and RX rings */
-	uint32_t rx_cons_cache;  /* gateway: the client's RX ring position as last read */
-	uint64_t full_since_ns; /* gateway: when deliveries into RX began to fail */
-	bool rejecting; /* gateway: held too long; reject until read down to half */
-	uint64_t delivered, rx_full; /* gateway: into RX, and refused for lack of room */
+	struct gw_chan_rx rx[GW_CHAN_RX_MAX];
 };
 
 /* A message as the gateway reads it from a TX ring. */
@@ -167,17 +202,22 @@ unsigned gw_chan_backlog(const struct gw_chan *c);
 void gw_chan_consume(struct gw_chan *c, unsigned n);
 
 /*
- * Deliver one message into the client's RX ring, unseen by the client until
- * gw_chan_publish. -ENOBUFS when the ring or arena is full (the client is
- * not reading), -EMSGSIZE if it never fits.
+ * Deliver one message into RX part `part` (the calling receiver's own),
+ * unseen by the client until gw_chan_publish. -ENOBUFS when the ring or
+ * arena is full (the client is not reading), -EMSGSIZE if it never fits.
  */
-int gw_chan_deliver(struct gw_chan *c, const struct gw_chan_desc *d, const void *data);
+int gw_chan_deliver(struct gw_chan *c, unsigned part, const struct gw_chan_desc *d,
+		    const void *data);
 
-/* Has the client read its RX ring down to half (descriptors and bytes)? */
-bool gw_chan_rx_below_half(const struct gw_chan *c);
+/* Has the client read RX part `part` down to half (descriptors and bytes)? */
+bool gw_chan_rx_below_half(const struct gw_chan *c, unsigned part);
 
-/* After a run of deliveries: show them to the client, wake it if it sleeps. */
-void gw_chan_publish(struct gw_chan *c);
+/* After a run of deliveries into a part: show them to the client, wake it
+ * if it sleeps. */
+void gw_chan_publish(struct gw_chan *c, unsigned part);
+
+/* Wake a sleeping client with nothing new to read (a node went down). */
+void gw_chan_wake(struct gw_chan *c);
 
 /* --- client side (gw_chan_client.c, rte_ring inline functions only) --- */
 

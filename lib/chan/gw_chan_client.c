@@ -20,14 +20,21 @@
 
 static bool layout_ok(const struct gw_chan_shm *s, uint64_t size)
 {
-	uint64_t end_tx = (uint64_t)s->tx_arena_off + s->tx_arena_size;
-	uint64_t end_rx = (uint64_t)s->rx_arena_off + s->rx_arena_size;
-	return s->magic == GW_CHAN_MAGIC && s->version == GW_CHAN_VERSION && s->size == size &&
-	       s->tx_arena_size && !(s->tx_arena_size & (s->tx_arena_size - 1)) &&
-	       s->rx_arena_size && !(s->rx_arena_size & (s->rx_arena_size - 1)) &&
-	       s->tx_ring_off >= sizeof(*s) && s->tx_ring_off < s->tx_arena_off &&
-	       end_tx <= s->rx_ring_off && s->rx_ring_off < s->rx_arena_off && end_rx <= size &&
-	       s->msg_max <= s->tx_arena_size / 2;
+	if (s->magic != GW_CHAN_MAGIC || s->version != GW_CHAN_VERSION || s->size != size ||
+	    !s->tx_arena_size || (s->tx_arena_size & (s->tx_arena_size - 1)) ||
+	    !s->rx_arena_size || (s->rx_arena_size & (s->rx_arena_size - 1)) ||
+	    s->rx_parts < 1 || s->rx_parts > GW_CHAN_RX_MAX ||
+	    s->tx_ring_off < sizeof(*s) || s->tx_ring_off >= s->tx_arena_off ||
+	    s->msg_max > s->tx_arena_size / 2 || s->msg_max > s->rx_arena_size / 2)
+		return false;
+	/* The parts follow TX and each other, none overlapping the next. */
+	uint64_t end = (uint64_t)s->tx_arena_off + s->tx_arena_size;
+	for (unsigned i = 0; i < s->rx_parts; i++) {
+		if (s->rx[i].ring_off < end || s->rx[i].ring_off >= s->rx[i].arena_off)
+			return false;
+		end = (uint64_t)s->rx[i].arena_off + s->rx_arena_size;
+	}
+	return end <= size;
 }
 
 int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx)
@@ -56,11 +63,14 @@ int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx)
 	c->efd_tx = efd_tx;
 	c->hup_fd = -1;
 	c->tx_ring = (struct rte_ring *)(c->base + s->tx_ring_off);
-	c->rx_ring = (struct rte_ring *)(c->base + s->rx_ring_off);
 	c->tx_arena = c->base + s->tx_arena_off;
-	c->rx_arena = c->base + s->rx_arena_off;
 	c->tx_mask = s->tx_arena_size - 1;
 	c->rx_mask = s->rx_arena_size - 1;
+	c->rx_parts = s->rx_parts;
+	for (unsigned i = 0; i < c->rx_parts; i++) {
+		c->rx[i].ring = (struct rte_ring *)(c->base + s->rx[i].ring_off);
+		c->rx[i].arena = c->base + s->rx[i].arena_off;
+	}
 	return 0;
 }
 
@@ -107,13 +117,16 @@ int gw_chan_send_hdr(struct gw_chan *c, uint16_t node, uint32_t ep, const void *
 	return 0;
 }
 
-/* Hand released RX bytes back to the gateway. */
+/* Hand released RX bytes back to the gateway, part by part. */
 static void rx_publish(struct gw_chan *c)
 {
-	if (c->rx_unpublished) {
-		__atomic_store_n(&c->shm->rx_tail, c->rx_done, __ATOMIC_RELEASE);
-		c->rx_published = c->rx_done;
-		c->rx_unpublished = false;
+	for (unsigned i = 0; i < c->rx_parts; i++) {
+		struct gw_chan_rx *x = &c->rx[i];
+		if (x->unpublished) {
+			__atomic_store_n(&c->shm->rx_tail[i].tail, x->done, __ATOMIC_RELEASE);
+			x->published = x->done;
+			x->unpublished = false;
+		}
 	}
 }
 
@@ -121,9 +134,17 @@ int gw_chan_recv(struct gw_chan *c, struct gw_chan_desc *d, const uint8_t **data
 {
 	if (c->cache_i == c->cache_n) {
 		rx_publish(c);
-		c->cache_i = 0;
-		c->cache_n = (uint16_t)rte_ring_sc_dequeue_burst_elem(
-			c->rx_ring, c->cache, sizeof(struct gw_chan_desc), GW_CHAN_BURST, NULL);
+		c->cache_i = c->cache_n = 0;
+		/* The parts in turn, from the one after the last burst's, so no
+		 * receiver's messages wait behind another's for long. */
+		for (unsigned k = 1; k <= c->rx_parts && !c->cache_n; k++) {
+			unsigned part = (c->cache_part + k) % c->rx_parts;
+			c->cache_n = (uint16_t)rte_ring_sc_dequeue_burst_elem(
+				c->rx[part].ring, c->cache, sizeof(struct gw_chan_desc), GW_CHAN_BURST,
+				NULL);
+			if (c->cache_n)
+				c->cache_part = (uint16_t)part;
+		}
 		if (c->cache_n == 0)
 			return -EAGAIN;
 	}
@@ -131,7 +152,7 @@ int gw_chan_recv(struct gw_chan *c, struct gw_chan_desc *d, const uint8_t **data
 	uint32_t off = d->pos & c->rx_mask;
 	if (off + d->len > c->rx_mask + 1)
 		return -EPROTO;
-	*data = c->rx_arena + off;
+	*data = c->rx[c->cache_part].arena + off;
 	return d->len;
 }
 
@@ -139,9 +160,10 @@ void gw_chan_recv_done(struct gw_chan *c, const struct gw_chan_desc *d)
 {
 	/* Published once per burst, before sleeping, or once an eighth of the
 	 * arena is waiting (large messages), not per message. */
-	c->rx_done = d->pos + d->len;
-	c->rx_unpublished = true;
-	if (c->rx_done - c->rx_published >= (c->rx_mask + 1) / 8)
+	struct gw_chan_rx *x = &c->rx[c->cache_part];
+	x->done = d->pos + d->len;
+	x->unpublished = true;
+	if (x->done - x->published >= (c->rx_mask + 1) / 8)
 		rx_publish(c);
 }
 
@@ -157,7 +179,12 @@ bool gw_chan_gateway_gone(const struct gw_chan *c)
 
 bool gw_chan_rx_ready(const struct gw_chan *c)
 {
-	return c->cache_i < c->cache_n || rte_ring_count(c->rx_ring) > 0;
+	if (c->cache_i < c->cache_n)
+		return true;
+	for (unsigned i = 0; i < c->rx_parts; i++)
+		if (rte_ring_count(c->rx[i].ring) > 0)
+			return true;
+	return false;
 }
 
 int gw_chan_wait(struct gw_chan *c, bool for_tx, int timeout_ms)

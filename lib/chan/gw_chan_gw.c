@@ -38,13 +38,20 @@ int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
 	if (rsz < 0)
 		return (int)rsz;
 
+	if (p->rx_parts < 1 || p->rx_parts > GW_CHAN_RX_MAX)
+		return -EINVAL;
 	uint32_t tx_ring = align_up(sizeof(struct gw_chan_shm), 64);
 	uint32_t tx_arena = align_up(tx_ring + (uint32_t)rsz, GW_CHAN_PAGE);
-	uint32_t rx_ring = tx_arena + p->arena_size;
-	uint32_t rx_arena = align_up(rx_ring + (uint32_t)rsz, GW_CHAN_PAGE);
-	uint64_t size = (uint64_t)rx_arena + p->arena_size;
-	if (size > UINT32_MAX)
-		return -E2BIG;
+	uint64_t end = (uint64_t)tx_arena + p->arena_size;
+	struct gw_chan_rx_layout rx[GW_CHAN_RX_MAX];
+	for (unsigned i = 0; i < p->rx_parts; i++) {
+		rx[i].ring_off = (uint32_t)end;
+		rx[i].arena_off = align_up(rx[i].ring_off + (uint32_t)rsz, GW_CHAN_PAGE);
+		end = (uint64_t)rx[i].arena_off + p->arena_size;
+		if (end > UINT32_MAX)
+			return -E2BIG;
+	}
+	uint64_t size = end;
 
 	char name[32];
 	snprintf(name, sizeof(name), "gridwire-chan-%u", chan_id);
@@ -73,10 +80,9 @@ int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
 	c->msg_max = p->msg_max;
 	c->shm = (struct gw_chan_shm *)c->base;
 	c->tx_ring = (struct rte_ring *)(c->base + tx_ring);
-	c->rx_ring = (struct rte_ring *)(c->base + rx_ring);
 	c->tx_arena = c->base + tx_arena;
-	c->rx_arena = c->base + rx_arena;
 	c->tx_mask = c->rx_mask = p->arena_size - 1;
+	c->rx_parts = p->rx_parts;
 	c->ring_half = p->ring_count / 2;
 	c->ring_mask = p->ring_count - 1;
 
@@ -84,10 +90,14 @@ int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
 	rc = rte_ring_init(c->tx_ring, name, p->ring_count, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	if (rc < 0)
 		goto fail_rc;
-	snprintf(name, sizeof(name), "gw-rx-%u", chan_id);
-	rc = rte_ring_init(c->rx_ring, name, p->ring_count, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (rc < 0)
-		goto fail_rc;
+	for (unsigned i = 0; i < p->rx_parts; i++) {
+		c->rx[i].ring = (struct rte_ring *)(c->base + rx[i].ring_off);
+		c->rx[i].arena = c->base + rx[i].arena_off;
+		snprintf(name, sizeof(name), "gw-rx-%u.%u", chan_id, i);
+		rc = rte_ring_init(c->rx[i].ring, name, p->ring_count, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (rc < 0)
+			goto fail_rc;
+	}
 
 	struct gw_chan_shm *s = c->shm;
 	s->chan_id = chan_id;
@@ -98,9 +108,9 @@ int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
 	s->tx_ring_off = tx_ring;
 	s->tx_arena_off = tx_arena;
 	s->tx_arena_size = p->arena_size;
-	s->rx_ring_off = rx_ring;
-	s->rx_arena_off = rx_arena;
+	s->rx_parts = p->rx_parts;
 	s->rx_arena_size = p->arena_size;
+	memcpy(s->rx, rx, sizeof(rx[0]) * p->rx_parts);
 	s->version = GW_CHAN_VERSION;
 	__atomic_store_n(&s->magic, GW_CHAN_MAGIC, __ATOMIC_RELEASE);
 	return 0;
@@ -204,22 +214,24 @@ void gw_chan_consume(struct gw_chan *c, unsigned n)
 	}
 }
 
-int gw_chan_deliver(struct gw_chan *c, const struct gw_chan_desc *d, const void *data)
+int gw_chan_deliver(struct gw_chan *c, unsigned part, const struct gw_chan_desc *d,
+		    const void *data)
 {
+	struct gw_chan_rx *x = &c->rx[part];
 	uint32_t len = d->len;
 	uint32_t size = c->rx_mask + 1;
 	if (len > c->msg_max)
 		return -EMSGSIZE;
-	uint32_t off = c->head & c->rx_mask;
+	uint32_t off = x->head & c->rx_mask;
 	uint32_t pad = off + len > size ? size - off : 0;
-	uint32_t used = c->head - c->tail_cache;
+	uint32_t used = x->head - x->tail_cache;
 	if (used > size || size - used < pad + len) {
 		/* rx_tail is the client's word: a bad value only makes its
 		 * own channel look full. */
-		c->tail_cache = __atomic_load_n(&c->shm->rx_tail, __ATOMIC_ACQUIRE);
-		used = c->head - c->tail_cache;
+		x->tail_cache = __atomic_load_n(&c->shm->rx_tail[part].tail, __ATOMIC_ACQUIRE);
+		used = x->head - x->tail_cache;
 		if (used > size || size - used < pad + len) {
-			c->rx_full++;
+			x->full++;
 			return -ENOBUFS;
 		}
 	}
@@ -227,41 +239,50 @@ int gw_chan_deliver(struct gw_chan *c, const struct gw_chan_desc *d, const void 
 	 * ring look full, or lets us overwrite its own unread messages. Read
 	 * only when the ring looks full, so its cache line is not pulled
 	 * from the reading client on every message. */
-	if (c->rx_pos - c->rx_cons_cache >= c->ring_mask) {
-		c->rx_cons_cache = __atomic_load_n(&c->rx_ring->cons.tail, __ATOMIC_ACQUIRE);
-		if (c->rx_pos - c->rx_cons_cache >= c->ring_mask) {
-			c->rx_full++;
+	if (x->pos - x->cons_cache >= c->ring_mask) {
+		x->cons_cache = __atomic_load_n(&x->ring->cons.tail, __ATOMIC_ACQUIRE);
+		if (x->pos - x->cons_cache >= c->ring_mask) {
+			x->full++;
 			return -ENOBUFS; /* the descriptor ring is full */
 		}
 	}
 	/* Built privately and only then stored: the slot is the client's
 	 * memory, so nothing is read back from it. */
 	struct gw_chan_desc out = *d;
-	out.pos = c->head + pad;
-	memcpy(c->rx_arena + (out.pos & c->rx_mask), data, len);
-	c->head = out.pos + len;
-	ring_elems(c->rx_ring)[c->rx_pos & c->ring_mask] = out;
-	c->rx_pos++;
-	c->delivered++;
+	out.pos = x->head + pad;
+	memcpy(x->arena + (out.pos & c->rx_mask), data, len);
+	x->head = out.pos + len;
+	ring_elems(x->ring)[x->pos & c->ring_mask] = out;
+	x->pos++;
+	x->delivered++;
 	return 0;
 }
 
-bool gw_chan_rx_below_half(const struct gw_chan *c)
+bool gw_chan_rx_below_half(const struct gw_chan *c, unsigned part)
 {
-	uint32_t queued = c->rx_pos - __atomic_load_n(&c->rx_ring->cons.tail, __ATOMIC_ACQUIRE);
-	uint32_t bytes = c->head - __atomic_load_n(&c->shm->rx_tail, __ATOMIC_ACQUIRE);
+	const struct gw_chan_rx *x = &c->rx[part];
+	uint32_t queued = x->pos - __atomic_load_n(&x->ring->cons.tail, __ATOMIC_ACQUIRE);
+	uint32_t bytes = x->head - __atomic_load_n(&c->shm->rx_tail[part].tail, __ATOMIC_ACQUIRE);
 	return queued < c->ring_half && bytes <= (c->rx_mask + 1) / 2;
 }
 
-void gw_chan_publish(struct gw_chan *c)
+void gw_chan_wake(struct gw_chan *c)
 {
-	/* One store per run: the client polls this cache line, so a store
-	 * per message would pull it back and forth for every message. */
-	c->rx_ring->prod.head = c->rx_pos;
-	__atomic_store_n(&c->rx_ring->prod.tail, c->rx_pos, __ATOMIC_RELEASE);
+	/* Pairs with the fence in gw_chan_wait: we see its flag, or it sees
+	 * what was stored before this call. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (c->shm->rx_wait) {
 		c->shm->rx_wait = 0;
 		eventfd_write(c->efd_rx, 1);
 	}
+}
+
+void gw_chan_publish(struct gw_chan *c, unsigned part)
+{
+	/* One store per run: the client polls this cache line, so a store
+	 * per message would pull it back and forth for every message. */
+	struct gw_chan_rx *x = &c->rx[part];
+	x->ring->prod.head = x->pos;
+	__atomic_store_n(&x->ring->prod.tail, x->pos, __ATOMIC_RELEASE);
+	gw_chan_wake(c);
 }

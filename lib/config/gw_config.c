@@ -61,6 +61,7 @@ enum {
 	GW_K_RING, GW_K_ARENA_KB, GW_K_MSG_MAX, GW_K_CLIENTS_MAX, GW_K_DEST_BLOCK,
 	GW_K_STRATEGY, GW_K_SPIN_POLLS, GW_K_YIELD_POLLS, GW_K_SLEEP_MAX,
 	GW_K_WORKERS,
+	GW_K_RECEIVERS,
 	GW_K_DROP, GW_K_DUP, GW_K_CORRUPT, GW_K_REORDER, GW_K_DELAY, GW_K_SEED,
 	GW_K_AUTH_KEY,
 	GW_NKEYS
@@ -156,6 +157,7 @@ static const struct gw_key gw_keys[GW_NKEYS] = {
 	/* Bond mode 4 must be polled at least every 100 ms (LACP); stay well below. */
 	[GW_K_SLEEP_MAX] = GW_NUM("idle", "sleep_max_us", sleep_max_us, 1, 50000),
 	[GW_K_WORKERS] = GW_NUM("lcores", "workers", workers, 0, GW_CONFIG_MAX_WORKERS),
+	[GW_K_RECEIVERS] = GW_NUM("lcores", "receivers", receivers, 0, GW_CONFIG_MAX_RECEIVERS),
 	[GW_K_DROP] = GW_NUM("fault", "drop_ppm", fault_drop_ppm, 0, 1000000),
 	[GW_K_DUP] = GW_NUM("fault", "dup_ppm", fault_dup_ppm, 0, 1000000),
 	[GW_K_CORRUPT] = GW_NUM("fault", "corrupt_ppm", fault_corrupt_ppm, 0, 1000000),

@@ -21,6 +21,7 @@
 #define GW_PATH_MAX 108 /* sun_path */
 #define GW_MEMBER_MAX 128 /* "kind:argument", a socket path at most */
 #define GW_CONFIG_MAX_WORKERS 8
+#define GW_CONFIG_MAX_RECEIVERS 8
 
 enum gw_idle_strategy {
 	GW_IDLE_SPIN = 0,    /* never sleep: lowest latency, owns a core */
@@ -70,7 +71,8 @@ struct gw_config {
 	enum gw_idle_strategy idle;
 	unsigned spin_polls, yield_polls, sleep_max_us;
 	/* [lcores] */
-	unsigned workers; /* worker lcores; 0 = every role on the main lcore */
+	unsigned workers;   /* worker lcores; 0 = the main lcore batches */
+	unsigned receivers; /* receiver lcores; 0 = the main lcore receives */
 	/* [fault]: injected on received frames, all off by default */
 	unsigned fault_drop_ppm, fault_dup_ppm, fault_corrupt_ppm, fault_reorder_ppm;
 	unsigned fault_delay_us, fault_seed;

@@ -20,6 +20,7 @@
 #ifndef GW_LANE_H
 #define GW_LANE_H
 
+#include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -37,8 +38,10 @@ struct gw_lane_slot {
 	bool sacked;
 };
 
+/* Lane state is written by one lcore (a worker, a receiver): each starts a
+ * cache line of its own. */
 struct gw_lane_tx {
-	uint32_t epoch;
+	alignas(64) uint32_t epoch;
 	uint32_t una; /* oldest unacknowledged seq */
 	uint32_t nxt; /* next seq to assign */
 	uint32_t win; /* power of two, at most GW_LANE_WIN_MAX */
@@ -56,7 +59,7 @@ struct gw_lane_tx {
 };
 
 struct gw_lane_rx {
-	bool active;
+	alignas(64) bool active;
 	uint32_t epoch; /* of the sender this state belongs to */
 	uint32_t next;  /* next seq to deliver */
 	uint32_t win;

@@ -61,7 +61,8 @@ static int f_reject(void *ctx, struct gw_chan *c, const struct gw_chan_msg *m, i
 }
 
 static const struct gw_batch_ops ops = { .open = f_open, .ship = f_ship, .reject = f_reject };
-static const struct gw_chan_params params = { .ring_count = 4096, .arena_size = 1 << 20, .msg_max = 8192 };
+static const struct gw_chan_params params = { .ring_count = 4096, .arena_size = 1 << 20, .msg_max = 8192,
+						 .rx_parts = 1 };
 
 struct rig {
 	struct gw_chan gw[2], cl[2];

@@ -52,7 +52,8 @@ static void ctl_answer(int s, struct gw_ctl_msg *m)
 	int fds[3], nfds = 0;
 	m->status = 0;
 	if (m->op == GW_CTL_HELLO) {
-		struct gw_chan_params p = { .ring_count = 8192, .arena_size = 1 << 22, .msg_max = 8192 };
+		struct gw_chan_params p = { .ring_count = 8192, .arena_size = 1 << 22, .msg_max = 8192,
+					    .rx_parts = 2 }; /* as with two receivers */
 		if (gw_chan_create(&fake.gw, CHAN_ID, SELF, &p) < 0) {
 			m->status = -ENOMEM;
 		} else {
@@ -85,8 +86,8 @@ static void ctl_answer(int s, struct gw_ctl_msg *m)
 static void deliver(uint16_t node, uint32_t ep, uint16_t kind, const void *data, uint16_t len)
 {
 	struct gw_chan_desc d = { .len = len, .node = node, .ep = ep, .chan = 9, .kind = kind };
-	CU_ASSERT_FATAL(gw_chan_deliver(&fake.gw, &d, data) == 0);
-	gw_chan_publish(&fake.gw);
+	CU_ASSERT_FATAL(gw_chan_deliver(&fake.gw, 0, &d, data) == 0);
+	gw_chan_publish(&fake.gw, 0);
 }
 
 static void deliver_reply(uint16_t node, uint32_t call_id, uint8_t type, const void *data,
@@ -272,7 +273,7 @@ static void test_node_down(void)
 	CU_ASSERT_FATAL(gw_call_start(cl, SELF, "svc", "q", 1, 60000, &other) == 0);
 	CU_ASSERT_FATAL(take(&m, &h) && take(&m, &h));
 	__atomic_fetch_and(&fake.gw.shm->nodes_up[0], ~(1ull << 2), __ATOMIC_RELEASE);
-	gw_chan_publish(&fake.gw);
+	gw_chan_publish(&fake.gw, 0);
 	/* Well before the 60 s: if this took the timeout, it would say so. */
 	CU_ASSERT_FATAL(gw_recv(cl, &r, 10000) == 0);
 	CU_ASSERT(r.kind == GW_MSG_REPLY && r.call_id == id && r.error == -EHOSTDOWN && r.node == 2);

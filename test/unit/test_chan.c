@@ -2,6 +2,8 @@
 /* gw_chan: the shared-memory channel, both ends, in one and in two processes. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,7 +16,7 @@
 #include "gw_chan.h"
 #include "gw_test.h"
 
-static const struct gw_chan_params small = { .ring_count = 64, .arena_size = 4096, .msg_max = 1024 };
+static const struct gw_chan_params small = { .ring_count = 64, .arena_size = 4096, .msg_max = 1024, .rx_parts = 1 };
 
 /* A gateway end and a client end of one region, as the control socket would make them. */
 static void pair(struct gw_chan *gw, struct gw_chan *cl, const struct gw_chan_params *p)
@@ -44,12 +46,12 @@ static void test_round_trip(void)
 	CU_ASSERT_EQUAL(gw_chan_peek(&gw, m, 4), 0);
 
 	struct gw_chan_desc d = { .len = 3, .node = 9, .ep = 42, .chan = 5, .kind = 1 };
-	CU_ASSERT(gw_chan_deliver(&gw, &d, "abc") == 0);
+	CU_ASSERT(gw_chan_deliver(&gw, 0, &d, "abc") == 0);
 	struct gw_chan_desc r;
 	const uint8_t *data;
 	/* Deliveries stay unseen until published, one store for a run of them. */
 	CU_ASSERT_EQUAL(gw_chan_recv(&cl, &r, &data), -EAGAIN);
-	gw_chan_publish(&gw);
+	gw_chan_publish(&gw, 0);
 	CU_ASSERT_EQUAL(gw_chan_recv(&cl, &r, &data), 3);
 	CU_ASSERT(r.node == 9 && r.ep == 42 && r.chan == 5 && r.kind == 1);
 	CU_ASSERT(memcmp(data, "abc", 3) == 0);
@@ -87,12 +89,12 @@ static void test_full_and_oversize(void)
 	/* A full client RX ring refuses delivery without harm. */
 	struct gw_chan_desc d = { .len = 1024, .kind = 1 };
 	int n = 0;
-	while (gw_chan_deliver(&gw2, &d, big) == 0)
+	while (gw_chan_deliver(&gw2, 0, &d, big) == 0)
 		n++;
 	CU_ASSERT_EQUAL(n, 4);
-	CU_ASSERT_EQUAL(gw_chan_deliver(&gw2, &d, big), -ENOBUFS);
+	CU_ASSERT_EQUAL(gw_chan_deliver(&gw2, 0, &d, big), -ENOBUFS);
 	d.len = 1025;
-	CU_ASSERT_EQUAL(gw_chan_deliver(&gw2, &d, big), -EMSGSIZE);
+	CU_ASSERT_EQUAL(gw_chan_deliver(&gw2, 0, &d, big), -EMSGSIZE);
 	gw_chan_close(&cl);
 	gw_chan_close(&gw);
 	gw_chan_close(&cl2);
@@ -154,14 +156,14 @@ static void test_garbage(void)
 	 * a sane one brings it back. */
 	static uint8_t kb[1024];
 	struct gw_chan_desc d = { .len = 1024, .kind = 1 };
-	cl.shm->rx_tail = 0x80000000u;
+	cl.shm->rx_tail[0].tail = 0x80000000u;
 	int n = 0;
-	while (n < 10 && gw_chan_deliver(&gw, &d, kb) == 0)
+	while (n < 10 && gw_chan_deliver(&gw, 0, &d, kb) == 0)
 		n++;
 	CU_ASSERT_EQUAL(n, 4);
-	CU_ASSERT_EQUAL(gw_chan_deliver(&gw, &d, kb), -ENOBUFS);
-	cl.shm->rx_tail = 1024;
-	CU_ASSERT_EQUAL(gw_chan_deliver(&gw, &d, kb), 0);
+	CU_ASSERT_EQUAL(gw_chan_deliver(&gw, 0, &d, kb), -ENOBUFS);
+	cl.shm->rx_tail[0].tail = 1024;
+	CU_ASSERT_EQUAL(gw_chan_deliver(&gw, 0, &d, kb), 0);
 	/* The region cannot be shrunk under the gateway. */
 	CU_ASSERT(ftruncate(cl.memfd, 4096) < 0 && errno == EPERM);
 	/* A region with a bad header is refused by the client. */
@@ -186,21 +188,21 @@ static void test_ring_header_garbage(void)
 	cl.tx_ring->size = 0x80000000u;
 	cl.tx_ring->mask = 0xffffffffu;
 	cl.tx_ring->capacity = 0xffffffffu;
-	cl.rx_ring->mask = 0xffffffffu;
+	cl.rx[0].ring->mask = 0xffffffffu;
 	struct gw_chan_msg m[GW_CHAN_BURST];
 	CU_ASSERT_EQUAL(gw_chan_peek(&gw, m, GW_CHAN_BURST), 10);
 	gw_chan_consume(&gw, 10);
 	struct gw_chan_desc d = { .len = 4, .kind = 1 };
 	for (int i = 0; i < 100; i++)
-		gw_chan_deliver(&gw, &d, "abcd"); /* stays inside the region: valgrind/ASan would say */
+		gw_chan_deliver(&gw, 0, &d, "abcd"); /* stays inside the region: valgrind/ASan would say */
 	CU_ASSERT_FALSE(gw.broken);
 	/* The client claims a million descriptors: impossible for a 64-slot ring. */
 	cl.tx_ring->prod.tail += 1000000;
 	CU_ASSERT_EQUAL(gw_chan_peek(&gw, m, GW_CHAN_BURST), 0);
 	CU_ASSERT(gw.broken);
 	/* A wild consumer position on RX only makes the client's own ring look full. */
-	cl.rx_ring->cons.tail = gw.rx_pos - 5000;
-	CU_ASSERT_EQUAL(gw_chan_deliver(&gw, &d, "abcd"), -ENOBUFS);
+	cl.rx[0].ring->cons.tail = gw.rx[0].pos - 5000;
+	CU_ASSERT_EQUAL(gw_chan_deliver(&gw, 0, &d, "abcd"), -ENOBUFS);
 	gw_chan_close(&cl);
 	gw_chan_close(&gw);
 }
@@ -209,7 +211,7 @@ static void test_ring_header_garbage(void)
  * the client sleeping on the eventfds whenever it has to wait. */
 static void test_two_processes(void)
 {
-	const struct gw_chan_params p = { .ring_count = 1024, .arena_size = 1 << 16, .msg_max = 512 };
+	const struct gw_chan_params p = { .ring_count = 1024, .arena_size = 1 << 16, .msg_max = 512, .rx_parts = 1 };
 	const uint64_t n = 300000;
 	struct gw_chan gw;
 	CU_ASSERT_FATAL(gw_chan_create(&gw, 1, 1, &p) == 0);
@@ -251,9 +253,9 @@ static void test_two_processes(void)
 		}
 		gw_chan_consume(&gw, k);
 		struct gw_chan_desc d = { .len = 8, .kind = 1 };
-		while (put < n && gw_chan_deliver(&gw, &d, &put) == 0)
+		while (put < n && gw_chan_deliver(&gw, 0, &d, &put) == 0)
 			put++;
-		gw_chan_publish(&gw);
+		gw_chan_publish(&gw, 0);
 		if (!k)
 			usleep(10);
 	}
@@ -265,6 +267,79 @@ static void test_two_processes(void)
 	gw_chan_close(&gw);
 }
 
+/*
+ * Two receivers, each with its own RX part, deliver at once into one
+ * channel: the client gets every message once, each receiver's in its
+ * order, and the parts take turns.
+ */
+struct part_feed {
+	struct gw_chan *gw;
+	unsigned part;
+	uint32_t n;
+};
+
+static void *feed_part(void *arg)
+{
+	struct part_feed *f = arg;
+	for (uint32_t i = 0; i < f->n;) {
+		uint32_t v[2] = { f->part, i };
+		struct gw_chan_desc d = { .len = sizeof(v), .kind = 1, .chan = (uint16_t)f->part };
+		if (gw_chan_deliver(f->gw, f->part, &d, v) == 0)
+			i++;
+		else
+			sched_yield();
+		if (i % 16 == 0 || i == f->n)
+			gw_chan_publish(f->gw, f->part);
+	}
+	return NULL;
+}
+
+static void test_rx_parts(void)
+{
+	const struct gw_chan_params p = { .ring_count = 256, .arena_size = 8192, .msg_max = 512,
+					  .rx_parts = 2 };
+	struct gw_chan gw, cl;
+	pair(&gw, &cl, &p);
+	CU_ASSERT_EQUAL(cl.rx_parts, 2);
+	const uint32_t n = 200000;
+	struct part_feed f[2] = { { &gw, 0, n }, { &gw, 1, n } };
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_FATAL(pthread_create(&t[i], NULL, feed_part, &f[i]) == 0);
+	uint32_t next[2] = { 0, 0 }, bad = 0, switches = 0, last = 2;
+	while (next[0] < n || next[1] < n) {
+		struct gw_chan_desc d;
+		const uint8_t *data;
+		int rc = gw_chan_recv(&cl, &d, &data);
+		if (rc == -EAGAIN) {
+			sched_yield();
+			continue;
+		}
+		uint32_t v[2];
+		memcpy(v, data, sizeof(v));
+		if (rc != 8 || v[0] > 1 || v[0] != d.chan || v[1] != next[v[0]])
+			bad++;
+		else
+			next[v[0]]++;
+		switches += v[0] != last;
+		last = v[0];
+		gw_chan_recv_done(&cl, &d);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(next[0] == n && next[1] == n);
+	CU_ASSERT(switches > 2); /* neither part waited for the other to finish */
+	struct gw_chan_params bad_parts = p;
+	bad_parts.rx_parts = 0;
+	struct gw_chan g2;
+	CU_ASSERT_EQUAL(gw_chan_create(&g2, 1, 1, &bad_parts), -EINVAL);
+	bad_parts.rx_parts = GW_CHAN_RX_MAX + 1;
+	CU_ASSERT_EQUAL(gw_chan_create(&g2, 1, 1, &bad_parts), -EINVAL);
+	gw_chan_close(&cl);
+	gw_chan_close(&gw);
+}
+
 static const struct gw_test_case cases[] = {
 	{ "round trip", test_round_trip },
 	{ "full and oversize", test_full_and_oversize },
@@ -272,6 +347,7 @@ static const struct gw_test_case cases[] = {
 	{ "garbage from the client", test_garbage },
 	{ "garbage in the ring headers", test_ring_header_garbage },
 	{ "two processes", test_two_processes },
+	{ "an RX part per receiver", test_rx_parts },
 	{ NULL, NULL },
 };
 

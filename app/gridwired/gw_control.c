@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The control role: see gw_control.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <pwd.h>
+#include <grp.h>
+
+#include <rte_malloc.h>
+
+#include "gw_control.h"
+#include "gw_ctl.h"
+
+/*
+ * The directory to change: a copy of the published one, in the buffer
+ * readers may have been using until the last change's grace period ended.
+ */
+static struct gw_dir *dir_edit(struct gw_control *ctl)
+{
+	if (ctl->dir_waiting && rte_rcu_qsbr_check(ctl->qs, ctl->dir_gone, false) != 1)
+		rte_rcu_qsbr_synchronize(ctl->qs, ctl->qs_id);
+	ctl->dir_waiting = false;
+	struct gw_dir *next = ctl->dir == &ctl->dirs[0] ? &ctl->dirs[1] : &ctl->dirs[0];
+	gw_dir_copy(next, ctl->dir);
+	return next;
+}
+
+static void dir_publish(struct gw_control *ctl, struct gw_dir *next)
+{
+	__atomic_store_n(&ctl->dir, next, __ATOMIC_RELEASE);
+	ctl->dir_gone = rte_rcu_qsbr_start(ctl->qs);
+	ctl->dir_waiting = true;
+}
+
+static int ep_add(struct gw_control *ctl, const char *name, uint16_t chan)
+{
+	uint32_t id = gw_ctl_ep_id(name);
+	uint16_t has = gw_dir_find(ctl->dir, id);
+	if (has) /* said without a copy: the same again, or taken */
+		return gw_dir_add(ctl->dir, name, id, chan) == 0 ? 0 : -EEXIST;
+	struct gw_dir *next = dir_edit(ctl);
+	int rc = gw_dir_add(next, name, id, chan);
+	if (rc == 0)
+		dir_publish(ctl, next);
+	return rc;
+}
+
+static int ep_del(struct gw_control *ctl, const char *name, uint16_t chan)
+{
+	if (gw_dir_find(ctl->dir, gw_ctl_ep_id(name)) != chan)
+		return -ENOENT;
+	struct gw_dir *next = dir_edit(ctl);
+	int rc = gw_dir_del(next, name, gw_ctl_ep_id(name), chan);
+	if (rc == 0)
+		dir_publish(ctl, next);
+	return rc;
+}
+
+void gw_control_node_up(void *arg, uint16_t node, bool up)
+{
+	struct gw_control *ctl = arg;
+	uint64_t bit = 1ull << (node % 64);
+	for (unsigned i = 0; i < ctl->node->cfg->clients_max; i++) {
+		struct gw_client *cl = &ctl->clients[i];
+		if (!cl->used || !cl->chan.shm)
+			continue;
+		if (up)
+			__atomic_fetch_or(&cl->chan.shm->nodes_up[node / 64], bit, __ATOMIC_RELEASE);
+		else
+			__atomic_fetch_and(&cl->chan.shm->nodes_up[node / 64], ~bit, __ATOMIC_RELEASE);
+		if (!up) /* its calls to that node fail now, not at their timeouts */
+			gw_chan_wake(&cl->chan);
+	}
+}
+
+void gw_control_sample(struct gw_control *ctl)
+{
+	for (unsigned i = 0; i < ctl->node->cfg->clients_max; i++) {
+		struct gw_client *cl = &ctl->clients[i];
+		if (cl->used && cl->chan.shm)
+			cl->tx_full = cl->chan.shm->tx_full;
+	}
+}
+
+int gw_control_open(struct gw_control *ctl, char *err, size_t errlen)
+{
+	const char *path = ctl->node->cfg->socket_path;
+	ctl->listen_fd = ctl->epfd = -1;
+	ctl->clients = rte_zmalloc("gw_clients", sizeof(*ctl->clients) * ctl->node->cfg->clients_max,
+				   64);
+	ctl->dirs = rte_malloc("gw_dirs", sizeof(*ctl->dirs) * 2, 64);
+	if (!ctl->clients || !ctl->dirs) {
+		snprintf(err, errlen, "out of memory: give EAL more (-m in [eal] args)");
+		return -ENOMEM;
+	}
+	gw_dir_init(&ctl->dirs[0]);
+	ctl->dir = &ctl->dirs[0];
+	char dir[GW_PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	mkdir(dirname(dir), 0755);
+	unlink(path);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	ctl->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ctl->listen_fd < 0 || bind(ctl->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(ctl->listen_fd, 64) < 0) {
+		int rc = -errno;
+		snprintf(err, errlen, "[node] socket: cannot listen on %s: %s (set it to a writable path)",
+			 path, strerror(errno));
+		return rc;
+	}
+	/* Who may connect: the file mode and group first, SO_PEERCRED on
+	 * every connection (ctl_allowed) as well. */
+	if (chmod(path, ctl->node->cfg->socket_mode) < 0 ||
+	    (ctl->node->cfg->socket_gid >= 0 && chown(path, (uid_t)-1, (gid_t)ctl->node->cfg->socket_gid) < 0)) {
+		int rc = -errno;
+		snprintf(err, errlen, "[node] socket_mode, socket_group: cannot set mode %04o / group of %s: %s",
+			 ctl->node->cfg->socket_mode, path, strerror(errno));
+		return rc;
+	}
+	ctl->epfd = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
+	if (ctl->epfd < 0 || epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, ctl->listen_fd, &ev) < 0) {
+		snprintf(err, errlen, "cannot poll the control socket: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* Tell the client's worker; false if its command ring is full for now. */
+static bool worker_cmd(struct gw_control *ctl, struct gw_client *cl, uint32_t op)
+{
+	struct gw_cmd cmd = { .op = op, .chan = &cl->chan, .released = &cl->released };
+	return gw_worker_cmd(&ctl->workers[cl->worker], &cmd) == 0;
+}
+
+static void free_slot(struct gw_control *ctl, struct gw_client *cl)
+{
+	if (cl->chan.shm)
+		gw_chan_close(&cl->chan);
+	memset(cl, 0, sizeof(*cl));
+}
+
+/*
+ * A client leaves: its endpoints and its channel id are unpublished at once
+ * (so nothing more is delivered to it), its channel freed once every lcore
+ * has moved on and its worker has let go of it (reap_clients).
+ */
+static void drop_client(struct gw_control *ctl, struct gw_client *cl)
+{
+	uint16_t has = 0;
+	for (unsigned i = 0; i < GW_DIR_SLOTS && !has; i++)
+		has = ctl->dir->slot[i].id && ctl->dir->slot[i].chan == cl->chan_id;
+	if (has) {
+		struct gw_dir *next = dir_edit(ctl);
+		gw_dir_drop_chan(next, cl->chan_id);
+		dir_publish(ctl, next);
+	}
+	__atomic_store_n(&cl->live, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&ctl->chan_slot[cl->chan_id], 0, __ATOMIC_RELEASE);
+	cl->gone = rte_rcu_qsbr_start(ctl->qs);
+	epoll_ctl(ctl->epfd, EPOLL_CTL_DEL, cl->sock, NULL);
+	close(cl->sock);
+	cl->sock = -1;
+	if (!cl->chan.shm)
+		free_slot(ctl, cl);
+	else
+		cl->leaving = true;
+}
+
+/* Free the channels of clients that left, once it is safe. */
+static void reap_clients(struct gw_control *ctl)
+{
+	for (unsigned i = 0; i < ctl->node->cfg->clients_max; i++) {
+		struct gw_client *cl = &ctl->clients[i];
+		if (!cl->used || !cl->leaving)
+			continue;
+		if (!cl->del_sent)
+			cl->del_sent = worker_cmd(ctl, cl, GW_CMD_DEL);
+		if (cl->del_sent && __atomic_load_n(&cl->released, __ATOMIC_ACQUIRE) &&
+		    rte_rcu_qsbr_check(ctl->qs, cl->gone, false) == 1)
+			free_slot(ctl, cl);
+	}
+}
+
+/* root, the gateway's own user, and members of [node] socket_group. */
+static bool ctl_allowed(const struct gw_control *ctl, const struct ucred *cr)
+{
+	if (cr->uid == 0 || cr->uid == geteuid())
+		return true;
+	int gid = ctl->node->cfg->socket_gid;
+	if (gid < 0)
+		return false;
+	if (cr->gid == (gid_t)gid)
+		return true;
+	struct passwd pw, *p;
+	char buf[1024];
+	gid_t groups[64];
+	int n = 64;
+	if (getpwuid_r(cr->uid, &pw, buf, sizeof(buf), &p) || !p ||
+	    getgrouplist(p->pw_name, p->pw_gid, groups, &n) < 0)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (groups[i] == (gid_t)gid)
+			return true;
+	return false;
+}
+
+static void ctl_accept(struct gw_control *ctl)
+{
+	int fd;
+	while ((fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		unsigned i;
+		for (i = 0; i < ctl->node->cfg->clients_max && ctl->clients[i].used; i++)
+			;
+		if (i == ctl->node->cfg->clients_max || ctl->node->draining) {
+			GW_LOG(WARNING, "client refused: %s", ctl->node->draining ? "shutting down"
+						: "clients_max reached (raise [chan] clients_max)");
+			close(fd);
+			continue;
+		}
+		struct gw_client *cl = &ctl->clients[i];
+		struct ucred cr;
+		socklen_t crlen = sizeof(cr);
+		bool allowed = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) == 0 &&
+			       ctl_allowed(ctl, &cr);
+		if (!allowed) {
+			GW_LOG(WARNING, "client pid %d uid %u refused: not root, not our user, "
+			       "not in [node] socket_group", (int)cr.pid, (unsigned)cr.uid);
+			ctl->st->clients_refused++;
+		}
+		cl->refused = !allowed;
+		/* Channel ids wrap but skip ids in use, so a late REJECT for a
+		 * departed client never reaches a newcomer in its slot. */
+		do
+			ctl->next_chan++;
+		while (ctl->next_chan == 0 || ctl->chan_slot[ctl->next_chan]);
+		cl->used = true;
+		cl->sock = fd;
+		cl->chan_id = ctl->next_chan;
+		__atomic_store_n(&ctl->chan_slot[cl->chan_id], (uint16_t)(i + 1), __ATOMIC_RELEASE);
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = i };
+		epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, fd, &ev);
+	}
+}
+
+static int ctl_hello(struct gw_control *ctl, struct gw_client *cl, struct gw_ctl_msg *m, int *fds)
+{
+	if (m->arg != GW_CTL_VERSION)
+		return -EPROTONOSUPPORT;
+	if (cl->chan.shm)
+		return -EISCONN;
+	const struct gw_config *c = ctl->node->cfg;
+	struct gw_chan_params p = {
+		.ring_count = c->ring_count, .arena_size = c->arena_kb * 1024u, .msg_max = c->msg_max,
+		.rx_parts = ctl->nrecv,
+	};
+	int rc = gw_chan_create(&cl->chan, cl->chan_id, c->node_id, &p);
+	if (rc < 0) {
+		GW_LOG(ERR, "cannot create a channel: %s", strerror(-rc));
+		return rc;
+	}
+	for (unsigned n = 0; n < GW_MAX_NODES; n++)
+		if (ctl->peers->peer[n].up || n == c->node_id)
+			cl->chan.shm->nodes_up[n / 64] |= 1ull << (n % 64);
+	/* Where the replies to this client's calls go: taken now, so that no
+	 * other client can hold the name (or its id) first. */
+	char reply_ep[GW_NAME_MAX];
+	gw_ctl_reply_ep_name(reply_ep, sizeof(reply_ep), cl->chan_id);
+	if ((rc = ep_add(ctl, reply_ep, cl->chan_id)) < 0) {
+		GW_LOG(ERR, "cannot register %s for a new client: %s", reply_ep, strerror(-rc));
+		gw_chan_close(&cl->chan);
+		return rc;
+	}
+	/* Channels are spread over the workers; all of one channel's
+	 * messages go through one worker and lane, which keeps their order. */
+	cl->worker = (uint16_t)(cl->chan_id % ctl->nworkers);
+	if (!worker_cmd(ctl, cl, GW_CMD_ADD)) {
+		gw_chan_close(&cl->chan);
+		return -EAGAIN;
+	}
+	__atomic_store_n(&cl->live, true, __ATOMIC_RELEASE);
+	m->arg = cl->chan_id;
+	m->arg2 = c->node_id;
+	fds[0] = cl->chan.memfd;
+	fds[1] = cl->chan.efd_rx;
+	fds[2] = cl->chan.efd_tx;
+	return 3;
+}
+
+/* The first node at or after m->arg that this gateway knows of. */
+static int ctl_node(struct gw_control *ctl, struct gw_ctl_msg *m)
+{
+	for (uint32_t n = m->arg ? m->arg : 1; n < GW_MAX_NODES; n++) {
+		const struct gw_peer *p = &ctl->peers->peer[n];
+		bool self = n == ctl->node->cfg->node_id;
+		/* Known: heard from, or configured (and maybe never heard). */
+		if (!self && !p->lanes && !(ctl->node->cfg->npeers && p->allowed))
+			continue;
+		m->arg = n;
+		m->arg2 = self ? GW_CTL_NODE_SELF | GW_CTL_NODE_UP : (p->up ? GW_CTL_NODE_UP : 0);
+		m->arg2 |= (self ? gw_peers_caps(ctl->node) : p->caps) << GW_CTL_NODE_CAPS_SHIFT;
+		snprintf(m->name, sizeof(m->name), "%s", self ? ctl->node->cfg->node_name : p->name);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* One request from a client; false when the client must go. */
+static bool ctl_request(struct gw_control *ctl, struct gw_client *cl)
+{
+	struct gw_ctl_msg m;
+	ssize_t n = recv(cl->sock, &m, sizeof(m), MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return true;
+	if (n != sizeof(m))
+		return false; /* closed, or not our protocol */
+	int fds[3], nfds = 0;
+	m.name[sizeof(m.name) - 1] = '\0';
+	if (cl->refused) {
+		/* Say why, then hang up. */
+		m.status = -EACCES;
+		gw_ctl_reply(cl->sock, &m, fds, 0);
+		return false;
+	}
+	switch (m.op) {
+	case GW_CTL_HELLO:
+		m.status = ctl_hello(ctl, cl, &m, fds);
+		if (m.status > 0) {
+			nfds = m.status;
+			m.status = 0;
+		}
+		break;
+	case GW_CTL_REGISTER:
+		if (!cl->chan.shm)
+			m.status = -ENOTCONN;
+		else if (!gw_ctl_name_ok(m.name, sizeof(m.name)))
+			m.status = -EINVAL;
+		else if (m.name[0] == GW_CTL_RESERVED)
+			m.status = -EPERM; /* the gateway's to give (the reply endpoint) */
+		else
+			m.status = ep_add(ctl, m.name, cl->chan_id);
+		m.arg = gw_ctl_ep_id(m.name);
+		break;
+	case GW_CTL_UNREGISTER:
+		m.status = m.name[0] == GW_CTL_RESERVED ? -EPERM : ep_del(ctl, m.name, cl->chan_id);
+		break;
+	case GW_CTL_NODE:
+		m.status = ctl_node(ctl, &m);
+		break;
+	default:
+		m.status = -EOPNOTSUPP;
+	}
+	return gw_ctl_reply(cl->sock, &m, fds, nfds) == 0;
+}
+
+void gw_control_poll(struct gw_control *ctl)
+{
+	struct epoll_event ev[16];
+	int n = epoll_wait(ctl->epfd, ev, 16, 0);
+	for (int i = 0; i < n; i++) {
+		uint32_t k = ev[i].data.u32;
+		if (k == UINT32_MAX) {
+			ctl_accept(ctl);
+			continue;
+		}
+		struct gw_client *cl = &ctl->clients[k];
+		if (cl->used && !cl->leaving && !ctl_request(ctl, cl)) {
+			GW_LOG(INFO, "client %u left, channel reclaimed", cl->chan_id);
+			drop_client(ctl, cl);
+		}
+	}
+	/* A client that wrote an invalid descriptor is cut off: it can
+	 * only have hurt itself, and must not go on. */
+	for (unsigned i = 0; i < ctl->node->cfg->clients_max; i++) {
+		struct gw_client *cl = &ctl->clients[i];
+		if (cl->used && !cl->leaving && cl->chan.shm &&
+		    __atomic_load_n(&cl->chan.broken, __ATOMIC_RELAXED)) {
+			GW_LOG(WARNING, "client %u wrote an invalid descriptor: disconnected",
+			       cl->chan_id);
+			ctl->st->clients_broken++;
+			drop_client(ctl, cl);
+		}
+	}
+	reap_clients(ctl);
+}
+
+void gw_control_close(struct gw_control *ctl)
+{
+	/* The workers have stopped: channels can go straight away. */
+	for (unsigned i = 0; ctl->clients && i < ctl->node->cfg->clients_max; i++)
+		if (ctl->clients[i].used) {
+			if (!ctl->clients[i].leaving)
+				close(ctl->clients[i].sock);
+			free_slot(ctl, &ctl->clients[i]);
+		}
+	if (ctl->epfd >= 0)
+		close(ctl->epfd);
+	if (ctl->listen_fd >= 0) {
+		close(ctl->listen_fd);
+		unlink(ctl->node->cfg->socket_path);
+	}
+	rte_free(ctl->clients);
+	rte_free(ctl->dirs);
+	ctl->clients = NULL;
+	ctl->dirs = NULL;
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The control role (main lcore): clients connect over a Unix SOCK_SEQPACKET
+ * socket, get a channel, name endpoints, and are reclaimed when the socket
+ * closes (a crashed client's socket closes too) or when they break their
+ * channel.
+ *
+ * Receivers on other lcores look up endpoints and channels while this role
+ * changes them, so what they read is published, RCU style (rte_rcu_qsbr,
+ * every lcore reporting a quiescent state once per loop): the endpoint
+ * directory is copied, changed and swapped in; a client leaving is
+ * unpublished first, and its channel is freed only after every lcore has
+ * passed a quiescent state since and its worker has let go of it.
+ */
+#ifndef GW_CONTROL_H
+#define GW_CONTROL_H
+
+#include <rte_rcu_qsbr.h>
+
+#include "gw_chan.h"
+#include "gw_deliver.h"
+#include "gw_dir.h"
+#include "gw_node.h"
+#include "gw_peers.h"
+#include "gw_worker.h"
+
+/* One receiver's view of a client's channel: its own cache line. */
+struct gw_client_rx {
+	alignas(64) struct gw_deliver_hold hold;
+};
+
+struct gw_client {
+	bool used;
+	bool live;         /* published: receivers may deliver to it (atomic) */
+	bool refused;      /* its credentials are not allowed: told so, then dropped */
+	bool leaving;      /* gone: unpublished, channel still held */
+	bool del_sent;     /* its worker was told to drop the channel */
+	uint32_t released; /* set by the worker once it dropped the channel */
+	uint64_t gone;     /* the grace period its leaving waits for (rte_rcu_qsbr token) */
+	int sock;
+	uint16_t chan_id;
+	uint16_t worker;
+	/* The client's count of sends that found its channel full, copied out
+	 * of its region by gw_control_sample: telemetry must not touch a
+	 * region that may be unmapped under it. */
+	uint64_t tx_full;
+	struct gw_chan chan;
+	struct gw_client_rx rx[GW_RECEIVERS_MAX];
+};
+
+struct gw_control {
+	const struct gw_node *node;
+	struct gw_peers *peers;
+	struct gw_worker_proxy *workers; /* the main lcore's proxies, one per worker */
+	unsigned nworkers, nrecv;
+	struct gw_counters *st; /* the main lcore's */
+	struct rte_rcu_qsbr *qs;
+	unsigned qs_id; /* the main lcore's thread id in qs */
+	int listen_fd, epfd;
+	struct gw_client *clients; /* cfg->clients_max */
+	uint16_t chan_slot[65536]; /* chan id -> client index + 1 (atomic) */
+	uint16_t next_chan;
+	struct gw_dir *dir;      /* the published directory (atomic) */
+	struct gw_dir *dirs;     /* two: the published one and the next */
+	uint64_t dir_gone;       /* the grace period the other one waits for */
+	bool dir_waiting;
+};
+
+int gw_control_open(struct gw_control *ctl, char *err, size_t errlen);
+void gw_control_poll(struct gw_control *ctl);
+void gw_control_close(struct gw_control *ctl);
+/* The peers role's news: set the node's bit in every client, wake them. */
+void gw_control_node_up(void *ctl, uint16_t node, bool up);
+/* Copy what clients count in their own regions into gateway memory. */
+void gw_control_sample(struct gw_control *ctl);
+
+/* Read side, any receiver, between two quiescent states. */
+static inline struct gw_client *gw_control_client(struct gw_control *ctl, uint16_t chan_id)
+{
+	uint16_t s = __atomic_load_n(&ctl->chan_slot[chan_id], __ATOMIC_ACQUIRE);
+	struct gw_client *cl = s ? &ctl->clients[s - 1] : NULL;
+	return cl && __atomic_load_n(&cl->live, __ATOMIC_ACQUIRE) ? cl : NULL;
+}
+
+static inline struct gw_client *gw_control_endpoint(struct gw_control *ctl, uint32_t ep)
+{
+	const struct gw_dir *d = __atomic_load_n(&ctl->dir, __ATOMIC_ACQUIRE);
+	uint16_t chan = gw_dir_find(d, ep);
+	return chan ? gw_control_client(ctl, chan) : NULL;
+}
+
+#endif

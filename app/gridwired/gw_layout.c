@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The lcore and queue table: see gw_layout.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gw_layout.h"
+
+int gw_layout_plan(struct gw_layout *l, unsigned workers, unsigned receivers,
+		   const unsigned *lcores, unsigned nlcores, char *err, size_t errlen)
+{
+	memset(l, 0, sizeof(*l));
+	unsigned need = 1 + workers + receivers;
+	if (workers > GW_CONFIG_MAX_WORKERS || receivers > GW_CONFIG_MAX_RECEIVERS ||
+	    nlcores < need) {
+		snprintf(err, errlen,
+			 "[lcores] workers = %u and receivers = %u need %u lcores, EAL has %u: "
+			 "list them in [eal] args (-l)",
+			 workers, receivers, need, nlcores);
+		return -EINVAL;
+	}
+	l->n = need;
+	l->workers = workers ? workers : 1;
+	l->receivers = receivers ? receivers : 1;
+	for (unsigned i = 0; i < need; i++) {
+		struct gw_layout_entry *e = &l->e[i];
+		e->lcore_id = lcores[i];
+		e->txq = (uint16_t)i;
+		e->worker = e->receiver = -1;
+		e->main = i == 0;
+		if (i >= 1 && i <= workers)
+			e->worker = (int)(i - 1);
+		if (i > workers)
+			e->receiver = (int)(i - 1 - workers);
+	}
+	if (!workers)
+		l->e[0].worker = 0;
+	if (!receivers)
+		l->e[0].receiver = 0;
+	for (unsigned q = 0; q < need; q++) {
+		unsigned r = q % l->receivers;
+		struct gw_layout_entry *e = &l->e[receivers ? 1 + workers + r : 0];
+		e->rxq[e->nrxq++] = (uint16_t)q;
+	}
+	return 0;
+}
+
+void gw_layout_log(const struct gw_layout *l)
+{
+	GW_LOG(INFO, "lcore layout: %u worker(s), %u receiver(s), %u queue pair(s)", l->workers,
+	       l->receivers, l->n);
+	for (unsigned i = 0; i < l->n; i++) {
+		const struct gw_layout_entry *e = &l->e[i];
+		char roles[64] = "", rxq[128] = "";
+		size_t n = 0;
+		if (e->main)
+			n += (size_t)snprintf(roles + n, sizeof(roles) - n, "peers control ");
+		if (e->worker >= 0)
+			n += (size_t)snprintf(roles + n, sizeof(roles) - n, "worker%d ", e->worker);
+		if (e->receiver >= 0)
+			snprintf(roles + n, sizeof(roles) - n, "receiver%d", e->receiver);
+		for (unsigned q = 0, k = 0; q < e->nrxq; q++)
+			k += (unsigned)snprintf(rxq + k, sizeof(rxq) - k, "%s%u", q ? "," : "", e->rxq[q]);
+		GW_LOG(INFO, "  lcore %u: tx queue %u, rx queues [%s], %s", e->lcore_id, e->txq, rxq,
+		       roles);
+	}
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The one place that decides which lcore runs which role and owns which
+ * queues, like the lcore table of DPDK's l3fwd. From [lcores] workers = W
+ * and receivers = R:
+ *
+ *   entry 0          main lcore: peers and control; worker 0 if W = 0,
+ *                    receiver 0 (and so every RX queue) if R = 0
+ *   entries 1..W     worker i-1
+ *   entries W+1..    receiver i-W-1
+ *
+ * Entry i sends on TX queue i (its auth slot too), so the port has one
+ * queue pair per entry. RX queue q is polled by receiver q mod R: on the
+ * cable a peer's worker i sends on queue i + 1 and so arrives on our queue
+ * i + 1, which spreads the lanes over the receivers; with RSS any queue
+ * will do, since a lane's first frame decides its receiver.
+ */
+#ifndef GW_LAYOUT_H
+#define GW_LAYOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gw_node.h"
+
+struct gw_layout_entry {
+	unsigned lcore_id;
+	uint16_t txq;
+	int worker;   /* index, or -1 */
+	int receiver; /* index, or -1 */
+	bool main;
+	uint16_t nrxq;
+	uint16_t rxq[GW_LCORES_MAX];
+};
+
+struct gw_layout {
+	unsigned n;       /* entries, and the port's queue pairs */
+	unsigned workers;   /* at least 1 */
+	unsigned receivers; /* at least 1 */
+	struct gw_layout_entry e[GW_LCORES_MAX];
+};
+
+/*
+ * Plan for workers and receivers on the given lcores (the main one
+ * first). -EINVAL with one line in err when there are too few.
+ */
+int gw_layout_plan(struct gw_layout *l, unsigned workers, unsigned receivers,
+		   const unsigned *lcores, unsigned nlcores, char *err, size_t errlen);
+/* The table, one line per entry, to the log. */
+void gw_layout_log(const struct gw_layout *l);
+
+#endif

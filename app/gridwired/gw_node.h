@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What every role of gridwired shares: this node as its frames name it,
+ * the run state, the per-lcore counters, the clock and the idle back-off.
+ * Nothing here belongs to one role.
+ */
+#ifndef GW_NODE_H
+#define GW_NODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rte_log.h>
+#include <rte_mempool.h>
+
+#include "gw_config.h"
+#include "gw_wire.h"
+
+extern int gw_logtype;
+#define GW_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_##level, gw_logtype, "gridwired: " fmt "\n", ##__VA_ARGS__)
+
+#define GW_LANES_MAX (GW_CONFIG_MAX_WORKERS > 0 ? GW_CONFIG_MAX_WORKERS : 1)
+#define GW_RECEIVERS_MAX (GW_CONFIG_MAX_RECEIVERS > 0 ? GW_CONFIG_MAX_RECEIVERS : 1)
+#define GW_LCORES_MAX (1 + GW_CONFIG_MAX_WORKERS + GW_CONFIG_MAX_RECEIVERS)
+
+struct gw_auth_key;
+
+/* This gateway, as its frames say it; set at init, read by every lcore. */
+struct gw_node {
+	const struct gw_config *cfg;
+	struct rte_mempool *pool; /* the port's mbufs */
+	struct gw_addr self;
+	uint32_t epoch;
+	uint32_t payload_max;
+	bool auth_on; /* [auth] key_file: every frame tagged and checked */
+	const struct gw_auth_key *auth_key;
+	bool draining; /* shutting down: take no new messages (atomic) */
+	bool stop;     /* lcores other than the main one return (atomic) */
+};
+
+/* One lcore's counters, written by the roles it runs; the stats sum them. */
+struct gw_counters {
+	uint64_t rx_frames, rx_bytes, tx_frames, tx_bytes;
+	uint64_t data_frames, ack_frames, hello_frames;
+	uint64_t msgs_out, msgs_in, msgs_local;
+	uint64_t bad_frames, bad_crc, not_ours, unknown_peer;
+	uint64_t dup_frames, beyond_window, retrans;
+	uint64_t rejects_sent, rejects_lost, reject_unknown_ep, reject_dest_full;
+	uint64_t nombuf, tx_stalls, clients_broken, clients_refused;
+	uint64_t auth_forged, auth_replayed;
+	uint64_t abandoned_frames, reject_node_down, lane_handoffs;
+};
+/* Summed field by field as an array of counters. */
+_Static_assert(sizeof(struct gw_counters) % sizeof(uint64_t) == 0, "counters are uint64_t only");
+
+struct gw_counter_name {
+	const char *name;
+	size_t off;
+};
+extern const struct gw_counter_name gw_counter_names[]; /* ends with a NULL name */
+
+/* a += b, counter by counter. */
+void gw_counters_add(struct gw_counters *a, const struct gw_counters *b);
+
+uint64_t gw_clock_ns(void);
+
+/* Nothing to do: spin, then yield, then sleep for growing spans up to
+ * [idle] sleep_max_us. */
+void gw_idle(const struct gw_config *c, unsigned *idle_polls);
+
+#endif

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The port RX role: see gw_port_rx.h. */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_ethdev.h>
+
+#include "gw_port_rx.h"
+
+#define GW_RX_BURST 32
+
+int gw_port_rx_init(struct gw_port_rx *prx, const struct gw_node *node, uint16_t port,
+		    struct gw_receiver *rv, struct gw_peers *peers, struct gw_counters *st)
+{
+	const struct gw_config *cfg = node->cfg;
+	memset(prx, 0, sizeof(*prx));
+	prx->node = node;
+	prx->port = port;
+	prx->rv = rv;
+	prx->peers = peers;
+	prx->st = st;
+	struct gw_fault_conf fc = {
+		.drop_ppm = cfg->fault_drop_ppm, .dup_ppm = cfg->fault_dup_ppm,
+		.corrupt_ppm = cfg->fault_corrupt_ppm, .reorder_ppm = cfg->fault_reorder_ppm,
+		.delay_us = cfg->fault_delay_us, .seed = cfg->fault_seed + rv->id,
+	};
+	gw_fault_init(&prx->fault, &fc);
+	prx->fault_on = gw_fault_enabled(&fc);
+	return node->auth_on ? gw_auth_rx_init(&prx->auth, node->auth_key) : 0;
+}
+
+void gw_port_rx_fini(struct gw_port_rx *prx)
+{
+	for (struct rte_mbuf *m; (m = gw_fault_drain(&prx->fault));)
+		rte_pktmbuf_free(m);
+	if (prx->node && prx->node->auth_on)
+		gw_auth_rx_fini(&prx->auth);
+}
+
+/* A frame from a peer: is it one we take, and from whom? */
+static struct gw_peer *peer_of(struct gw_port_rx *prx, const struct gw_hdr *h, bool hello)
+{
+	uint16_t self = prx->node->cfg->node_id;
+	if (h->src_node == 0 || h->src_node >= GW_MAX_NODES || h->src_node == self ||
+	    (!hello && h->dst_node != self)) {
+		prx->st->not_ours++;
+		return NULL;
+	}
+	struct gw_peer *p = &prx->peers->peer[h->src_node];
+	if (!p->allowed) {
+		prx->st->unknown_peer++;
+		return NULL;
+	}
+	return p;
+}
+
+static void on_hello(struct gw_port_rx *prx, const struct gw_hdr *h, const uint8_t *pl,
+		     const struct gw_addr *src)
+{
+	struct gw_hello hello;
+	prx->st->hello_frames++;
+	if (gw_wire_hello_get(pl, h->len, &hello) < 0) {
+		prx->st->bad_frames++;
+		return;
+	}
+	if (!peer_of(prx, h, true))
+		return;
+	struct gw_hello_msg msg = {
+		.node = h->src_node, .epoch = h->epoch, .caps = hello.caps, .addr = *src,
+	};
+	snprintf(msg.name, sizeof(msg.name), "%s", hello.name);
+	prx->rv->heard[h->src_node] = prx->now;
+	gw_peers_hello(&prx->hello, &msg);
+}
+
+/* A DATA frame: to its lane's owner, which is us if nobody else was first. */
+static void on_data(struct gw_port_rx *prx, struct gw_peer *p, const struct gw_hdr *h,
+		    struct rte_mbuf *m)
+{
+	uint8_t mine = (uint8_t)(prx->rv->id + 1), owner = 0;
+	if (!__atomic_compare_exchange_n(&p->rx_owner[h->lane], &owner, mine, false,
+					 __ATOMIC_RELAXED, __ATOMIC_RELAXED) &&
+	    owner != mine) {
+		struct gw_handoff f = { .m = m, .h = *h };
+		prx->st->lane_handoffs++;
+		if (rte_ring_sp_enqueue_elem(prx->handoff[owner - 1], &f, sizeof(f)) != 0) {
+			prx->st->tx_stalls++; /* its sender will send it again */
+			rte_pktmbuf_free(m);
+		}
+		return;
+	}
+	gw_receiver_data(prx->rv, p, h, m);
+}
+
+static void on_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
+{
+	struct gw_hdr h;
+	const uint8_t *pl;
+	struct gw_addr src;
+	prx->st->rx_frames++;
+	prx->st->rx_bytes += m->pkt_len;
+	int rc = m->nb_segs != 1 ? GW_EWIRE_SHORT
+				 : gw_wire_parse(rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
+						 prx->node->self.port, &h, &pl, &src);
+	if (rc == 0 && h.lane >= GW_LANES_MAX)
+		rc = GW_EWIRE_VERSION; /* more lanes than any gateway has */
+	if (rc < 0) {
+		if (rc == GW_EWIRE_CRC)
+			prx->st->bad_crc++;
+		else if (rc == GW_EWIRE_NOTGW)
+			prx->st->not_ours++; /* LACP, IPv6 noise, other traffic */
+		else
+			prx->st->bad_frames++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (h.type == GW_FT_HELLO) {
+		on_hello(prx, &h, pl, &src);
+		rte_pktmbuf_free(m);
+		return;
+	}
+	struct gw_peer *p = peer_of(prx, &h, false);
+	/* Lanes come with the first HELLO; until then DATA and ACKs are
+	 * dropped, and retransmission brings them again. */
+	if (!p || !gw_peers_ready(prx->peers, h.src_node)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	prx->rv->heard[h.src_node] = prx->now;
+	if (h.type == GW_FT_ACK) {
+		struct gw_ack ack;
+		prx->st->ack_frames++;
+		if (h.lane >= prx->nworkers || gw_wire_ack_get(pl, h.len, &ack) < 0)
+			prx->st->bad_frames++;
+		else if (gw_worker_ack(&prx->workers[h.lane], h.src_node, &ack) < 0)
+			prx->st->tx_stalls++; /* a later ACK says the same and more */
+		rte_pktmbuf_free(m);
+		return;
+	}
+	prx->st->data_frames++;
+	m->pkt_len = m->data_len = (uint16_t)(GW_FRAME_MIN + h.len); /* drop link padding */
+	on_data(prx, p, &h, m);
+}
+
+/* Is m a gridwire frame (IPv4, UDP to our port)? Only those get faults:
+ * the bond's LACP frames are left alone. */
+static bool is_gridwire(const struct gw_port_rx *prx, const struct rte_mbuf *m)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	return m->data_len >= GW_FRAME_MIN && p[12] == 0x08 && p[13] == 0x00 && p[23] == 17 &&
+	       (uint16_t)(p[36] << 8 | p[37]) == prx->node->self.port;
+}
+
+/* A received frame, as it came off the link: its tag checked when [auth]
+ * is on (and taken off), then on to on_frame. */
+static void rx_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
+{
+	if (prx->node->auth_on && is_gridwire(prx, m)) {
+		int n = gw_auth_open(&prx->auth, rte_pktmbuf_mtod(m, uint8_t *), m->data_len);
+		if (n < 0) {
+			if (n == -EALREADY)
+				prx->st->auth_replayed++;
+			else
+				prx->st->auth_forged++;
+			prx->st->rx_frames++;
+			rte_pktmbuf_free(m);
+			return;
+		}
+		m->data_len = (uint16_t)n;
+		m->pkt_len = (uint32_t)n;
+	}
+	on_frame(prx, m);
+}
+
+/*
+ * The [fault] stage: what a lossy, reordering, duplicating link would do,
+ * and corruption that only the CRC can catch (a bit flipped in the
+ * gridwire header's sequence, epoch, node and lane fields or the payload).
+ */
+static void rx_faulty(struct gw_port_rx *prx, struct rte_mbuf *m)
+{
+	struct rte_mbuf *copy;
+	uint8_t mask;
+	size_t at;
+	if (!is_gridwire(prx, m)) {
+		rx_frame(prx, m);
+		return;
+	}
+	switch (gw_fault_decide(&prx->fault)) {
+	case GW_FAULT_PASS:
+		break;
+	case GW_FAULT_DROP:
+		rte_pktmbuf_free(m);
+		return;
+	case GW_FAULT_DUP:
+		copy = rte_pktmbuf_copy(m, prx->node->pool, 0, UINT32_MAX);
+		if (copy)
+			rx_frame(prx, copy);
+		break;
+	case GW_FAULT_CORRUPT:
+		/* Skip magic, version, type (bytes 0-3) and len (24-27): the
+		 * structural checks catch those before the CRC is looked at. */
+		at = gw_fault_corrupt_at(&prx->fault, m->data_len - GW_OUTER_HLEN - 8, &mask);
+		at += GW_OUTER_HLEN + (at < 20 ? 4 : 8);
+		rte_pktmbuf_mtod(m, uint8_t *)[at] ^= mask;
+		break;
+	case GW_FAULT_DELAY:
+		gw_fault_hold(&prx->fault, m, prx->now);
+		return;
+	}
+	rx_frame(prx, m);
+}
+
+bool gw_port_rx_step(struct gw_port_rx *prx, uint64_t now)
+{
+	struct rte_mbuf *rx[GW_RX_BURST];
+	bool work = false;
+	prx->now = now;
+	for (unsigned q = 0; q < prx->nqueues; q++) {
+		uint16_t n = rte_eth_rx_burst(prx->port, prx->queues[q], rx, GW_RX_BURST);
+		for (uint16_t i = 0; i < n; i++) {
+			if (prx->fault_on)
+				rx_faulty(prx, rx[i]);
+			else
+				rx_frame(prx, rx[i]);
+		}
+		work |= n > 0;
+	}
+	for (struct rte_mbuf *m; prx->fault_on && (m = gw_fault_release(&prx->fault, now));)
+		rx_frame(prx, m);
+	return work;
+}

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The receiver role: see gw_receiver.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gw_receiver.h"
+
+#define GW_LOOP_BURST 64 /* loopback frames per step, so the lanes get their turn */
+#define GW_HANDOFFQ 1024 /* frames handed over from one lcore; full: dropped, sent again */
+
+void gw_receiver_init(struct gw_receiver *rv, uint8_t id, const struct gw_node *node,
+		      struct gw_peers *peers, struct gw_control *ctl,
+		      struct gw_worker_proxy *workers, unsigned nworkers, struct gw_txq *txq,
+		      struct gw_counters *st)
+{
+	memset(rv, 0, sizeof(*rv));
+	rv->id = id;
+	rv->node = node;
+	rv->peers = peers;
+	rv->ctl = ctl;
+	rv->workers = workers;
+	rv->nworkers = nworkers;
+	rv->txq = txq;
+	rv->st = st;
+}
+
+struct rte_ring *gw_receiver_handoff_ring(struct gw_receiver *rv, unsigned from)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "gw_handoff%u_%u", from, rv->id);
+	struct rte_ring *r = rte_ring_create_elem(name, sizeof(struct gw_handoff), GW_HANDOFFQ,
+						  SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (r)
+		rv->handoff[rv->nhandoff++] = r;
+	return r;
+}
+
+void gw_receiver_fini(struct gw_receiver *rv)
+{
+	for (unsigned i = 0; i < rv->nhandoff; i++) {
+		struct gw_handoff f;
+		while (rte_ring_sc_dequeue_elem(rv->handoff[i], &f, sizeof(f)) == 0)
+			rte_pktmbuf_free(f.m);
+		rte_ring_free(rv->handoff[i]);
+	}
+	for (unsigned i = 0; i < rv->nloops; i++) {
+		struct gw_loop *l = &rv->loops[i];
+		if (l->head)
+			rte_pktmbuf_free(l->head);
+		struct rte_mbuf *m;
+		while (rte_ring_sc_dequeue(l->ring, (void **)&m) == 0)
+			rte_pktmbuf_free(m);
+	}
+	rv->nhandoff = rv->nloops = 0;
+}
+
+void gw_receiver_data(struct gw_receiver *rv, struct gw_peer *p, const struct gw_hdr *h,
+		      struct rte_mbuf *m)
+{
+	switch (gw_lane_rx_accept(&p->rx[h->lane], h, m)) {
+	case GW_RX_STORED:
+		break;
+	case GW_RX_DUP:
+		rv->st->dup_frames++;
+		rte_pktmbuf_free(m);
+		break;
+	case GW_RX_BEYOND:
+		rv->st->beyond_window++;
+		rte_pktmbuf_free(m);
+		break;
+	}
+}
+
+/* Is the client taking deliveries into our part? Its shared lines are
+ * read only while it is (or was) full. */
+static bool dest_open(struct gw_receiver *rv, struct gw_client *cl)
+{
+	struct gw_deliver_hold *h = &cl->rx[rv->id].hold;
+	if (!h->full_since_ns && !h->rejecting)
+		return true;
+	return gw_deliver_open(h, gw_chan_rx_below_half(&cl->chan, rv->id));
+}
+
+/* Hold the lane for a full destination, or (past the bound) refuse? */
+static bool dest_hold(struct gw_receiver *rv, struct gw_client *cl)
+{
+	return gw_deliver_full(&cl->rx[rv->id].hold, rv->now,
+			       rv->node->cfg->dest_block_ms * 1000000ull);
+}
+
+/* A REJECT for one of our clients (of a message for node): into its channel. */
+static int deliver_reject(struct gw_receiver *rv, uint16_t node, uint16_t chan_id, uint32_t ep,
+			  uint32_t msg_id, int err, struct gw_client **dst)
+{
+	struct gw_client *cl = gw_control_client(rv->ctl, chan_id);
+	if (!cl) {
+		rv->st->rejects_lost++; /* the sender has left */
+		return 0;
+	}
+	*dst = cl;
+	if (!dest_open(rv, cl))
+		return -ENOBUFS;
+	struct gw_chan_reject rj = { .err = err, .msg_id = msg_id, .node = node };
+	struct gw_chan_desc d = {
+		.len = sizeof(rj), .node = node, .ep = ep, .chan = chan_id, .kind = GW_RK_REJECT,
+	};
+	return gw_chan_deliver(&cl->chan, rv->id, &d, &rj);
+}
+
+/*
+ * Owe the sender of r, on node, a REJECT. Local senders are told at once;
+ * for a peer the REJECT goes to a worker to travel on its lane. -EBUSY when
+ * that cannot happen yet: the caller holds the record and tries again, so
+ * no REJECT is dropped.
+ */
+static int reject_queue(struct gw_receiver *rv, uint16_t node, const struct gw_rec *r, int err)
+{
+	if (node == rv->node->cfg->node_id) {
+		struct gw_client *cl = NULL;
+		if (deliver_reject(rv, node, r->src_chan, r->dst_ep, r->msg_id, err, &cl) == 0) {
+			if (cl) {
+				gw_chan_publish(&cl->chan, rv->id);
+				rv->st->rejects_sent++;
+			}
+		} else if (dest_hold(rv, cl)) {
+			return -EBUSY;
+		} else {
+			rv->st->rejects_lost++; /* the sender stopped reading */
+		}
+		return 0;
+	}
+	struct gw_reject rj = {
+		.node = node, .target = rv->node->cfg->node_id, .src_chan = r->src_chan,
+		.dst_ep = r->dst_ep, .msg_id = r->msg_id, .err = err,
+	};
+	return gw_worker_reject(&rv->workers[r->src_chan % rv->nworkers], &rj);
+}
+
+/*
+ * Deliver one record into its destination's channel; *dst is that client.
+ * Returns 0 when the record is done with (delivered, or its sender will be
+ * told), -ENOBUFS when the channel is full, -EBUSY when a REJECT is owed
+ * but cannot be queued yet.
+ */
+static int deliver_rec(struct gw_receiver *rv, uint16_t src, const struct gw_rec *r,
+		       struct gw_client **dst)
+{
+	if (r->kind == GW_RK_REJECT) {
+		struct gw_chan_reject rj;
+		if (r->len < sizeof(rj))
+			return 0;
+		memcpy(&rj, r->data, sizeof(rj));
+		/* Made by the sender's own gateway (node down, no room), a REJECT
+		 * names the node; from a peer, it is the peer. */
+		return deliver_reject(rv, rj.node ? rj.node : src, r->src_chan, r->dst_ep, r->msg_id,
+				      rj.err, dst);
+	}
+	struct gw_client *cl = gw_control_endpoint(rv->ctl, r->dst_ep);
+	if (!cl) {
+		int rc = reject_queue(rv, src, r, -ENOENT);
+		rv->st->reject_unknown_ep += rc == 0;
+		return rc;
+	}
+	*dst = cl;
+	if (!dest_open(rv, cl))
+		return -ENOBUFS;
+	struct gw_chan_desc d = {
+		.len = r->len, .node = src, .ep = r->dst_ep, .chan = r->src_chan, .kind = GW_RK_MSG,
+	};
+	int rc = gw_chan_deliver(&cl->chan, rv->id, &d, r->data);
+	if (rc == -EMSGSIZE)
+		return reject_queue(rv, src, r, rc);
+	if (rc == 0)
+		rv->st->msgs_in++;
+	return rc;
+}
+
+/*
+ * Deliver the records of frame m from node src, from *cursor on (a byte
+ * offset into its payload). Returns true when the frame is done with, false
+ * when a destination holds it (*cursor says where to go on).
+ */
+static bool deliver_frame(struct gw_receiver *rv, uint16_t src, struct rte_mbuf *m,
+			  uint32_t *cursor, bool *work)
+{
+	const uint8_t *pl = rte_pktmbuf_mtod(m, uint8_t *) + GW_FRAME_MIN;
+	size_t len = m->pkt_len - GW_FRAME_MIN, off = *cursor;
+	struct gw_client *last = NULL;
+	struct gw_rec r;
+	int more;
+	bool done = true;
+	while ((more = gw_wire_rec_next(pl, len, &off, &r)) == 1) {
+		struct gw_client *cl = NULL;
+		int rc = deliver_rec(rv, src, &r, &cl);
+		if (rc == -EBUSY) {
+			done = false;
+			break;
+		}
+		if (rc == -ENOBUFS) {
+			if (dest_hold(rv, cl)) {
+				done = false;
+				break;
+			}
+			if (r.kind != GW_RK_MSG) {
+				rv->st->rejects_lost++; /* a REJECT its sender cannot take */
+			} else if (reject_queue(rv, src, &r, -ENOBUFS) < 0) {
+				done = false;
+				break;
+			} else {
+				rv->st->reject_dest_full++;
+			}
+		} else if (cl && cl != last) {
+			if (last)
+				gw_chan_publish(&last->chan, rv->id);
+			last = cl;
+		}
+		*cursor = (uint32_t)off;
+		*work = true;
+	}
+	if (more < 0)
+		rv->st->bad_frames++; /* CRC-valid but malformed: skip the rest */
+	if (last)
+		gw_chan_publish(&last->chan, rv->id);
+	return done;
+}
+
+static void ack_send(struct gw_receiver *rv, uint16_t node, struct gw_peer *p, unsigned l)
+{
+	struct rte_mbuf *a = gw_tx_alloc(rv->node, rv->st);
+	if (!a)
+		return; /* still due: the next step tries again */
+	struct gw_ack ack;
+	gw_lane_rx_ack(&p->rx[l], &ack);
+	struct gw_hdr h = { .type = GW_FT_ACK, .dst_node = node, .lane = (uint16_t)l };
+	h.len = (uint32_t)gw_wire_ack_put(rte_pktmbuf_mtod(a, uint8_t *) + GW_FRAME_MIN, &ack);
+	gw_tx_send(rv->node, rv->txq, a, &p->addr, &h);
+}
+
+/* The lanes this receiver owns: deliver what is in order, ack it. */
+static bool deliver_lanes(struct gw_receiver *rv)
+{
+	struct gw_peers *ps = rv->peers;
+	unsigned known = gw_peers_known(ps);
+	uint8_t mine = (uint8_t)(rv->id + 1);
+	bool work = false;
+	for (unsigned k = 0; k < known; k++) {
+		uint16_t node = ps->known[k];
+		struct gw_peer *p = &ps->peer[node];
+		for (unsigned l = 0; l < GW_LANES_MAX; l++) {
+			if (__atomic_load_n(&p->rx_owner[l], __ATOMIC_RELAXED) != mine)
+				continue;
+			struct gw_lane_rx *rx = &p->rx[l];
+			struct rte_mbuf *m;
+			while ((m = gw_lane_rx_head(rx)) && deliver_frame(rv, node, m, &rx->cursor, &work)) {
+				rx->msgs += gw_wire_nrec(rte_pktmbuf_mtod(m, uint8_t *));
+				gw_lane_rx_pop(rx);
+			}
+			if (rx->ack_due)
+				ack_send(rv, node, p, l);
+		}
+	}
+	return work;
+}
+
+/* Frames the workers built for this node itself, each ring in its order. */
+static bool deliver_loops(struct gw_receiver *rv)
+{
+	bool work = false;
+	uint16_t self = rv->node->cfg->node_id;
+	for (unsigned i = 0; i < rv->nloops; i++) {
+		struct gw_loop *l = &rv->loops[i];
+		for (unsigned k = 0; k < GW_LOOP_BURST; k++) {
+			if (!l->head) {
+				if (rte_ring_sc_dequeue(l->ring, (void **)&l->head))
+					break;
+				l->cursor = 0;
+			}
+			if (!deliver_frame(rv, self, l->head, &l->cursor, &work))
+				break;
+			rte_pktmbuf_free(l->head);
+			l->head = NULL;
+		}
+	}
+	return work;
+}
+
+static bool take_handoffs(struct gw_receiver *rv)
+{
+	unsigned total = 0;
+	for (unsigned i = 0; i < rv->nhandoff; i++) {
+		struct gw_handoff f[32];
+		unsigned n = rte_ring_sc_dequeue_burst_elem(rv->handoff[i], f, sizeof(f[0]), 32, NULL);
+		for (unsigned k = 0; k < n; k++)
+			gw_receiver_data(rv, &rv->peers->peer[f[k].h.src_node], &f[k].h, f[k].m);
+		total += n;
+	}
+	return total > 0;
+}
+
+bool gw_receiver_step(struct gw_receiver *rv, uint64_t now)
+{
+	rv->now = now;
+	bool work = take_handoffs(rv);
+	work |= deliver_lanes(rv);
+	work |= deliver_loops(rv);
+	return work;
+}
+
+uint64_t gw_receiver_pending(const struct gw_receiver *rv)
+{
+	uint64_t n = 0;
+	for (unsigned i = 0; i < rv->nloops; i++)
+		n += rte_ring_count(rv->loops[i].ring) + (rv->loops[i].head != NULL);
+	for (unsigned i = 0; i < rv->nhandoff; i++)
+		n += rte_ring_count(rv->handoff[i]);
+	return n;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Port TX: see gw_tx.h. */
+#include <string.h>
+
+#include <rte_ethdev.h>
+
+#include "gw_tx.h"
+
+#define GW_BOND_POLL_NS (10 * 1000 * 1000ull) /* bond mode 4 wants tx every <100 ms */
+
+void gw_txq_init(struct gw_txq *q, const struct gw_node *node, uint16_t port, uint16_t queue,
+		 struct gw_counters *st, uint64_t auth_start)
+{
+	memset(q, 0, sizeof(*q));
+	q->port = port;
+	q->queue = queue;
+	q->st = st;
+	gw_auth_tx_init(&q->auth, node->auth_key, (uint8_t)queue, auth_start);
+}
+
+void gw_txq_flush(struct gw_txq *q, uint64_t now)
+{
+	if (q->n == 0 && now - q->last_tx_ns < GW_BOND_POLL_NS)
+		return;
+	uint16_t n = rte_eth_tx_burst(q->port, q->queue, q->m, (uint16_t)q->n);
+	q->last_tx_ns = now;
+	for (unsigned i = 0; i < n; i++) {
+		q->st->tx_frames++;
+		q->st->tx_bytes += q->m[i]->pkt_len;
+	}
+	if (n < q->n) {
+		q->st->tx_stalls++;
+		memmove(q->m, q->m + n, (q->n - n) * sizeof(q->m[0]));
+	}
+	q->n -= n;
+}
+
+void gw_txq_put(struct gw_txq *q, struct rte_mbuf *m)
+{
+	if (q->n == GW_TXQ_MAX)
+		gw_txq_flush(q, q->last_tx_ns);
+	if (q->n == GW_TXQ_MAX) {
+		/* The NIC refuses everything. A DATA frame is still held by its
+		 * lane and goes again; an ACK or HELLO is repeated anyway. */
+		q->st->tx_stalls++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	q->m[q->n++] = m;
+}
+
+void gw_txq_fini(struct gw_txq *q)
+{
+	for (unsigned i = 0; i < q->n; i++)
+		rte_pktmbuf_free(q->m[i]);
+	q->n = 0;
+}
+
+struct rte_mbuf *gw_tx_alloc(const struct gw_node *node, struct gw_counters *st)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(node->pool);
+	if (!m)
+		st->nombuf++;
+	return m;
+}
+
+void gw_tx_send(const struct gw_node *node, struct gw_txq *q, struct rte_mbuf *m,
+		const struct gw_addr *dst, struct gw_hdr *h)
+{
+	h->src_node = node->cfg->node_id;
+	h->epoch = node->epoch;
+	struct gw_addr src = node->self;
+	/* One UDP flow per lane: bond l34 hashing and RSS spread the lanes. */
+	src.port = (uint16_t)(node->self.port + h->lane);
+	size_t len = gw_wire_seal(rte_pktmbuf_mtod(m, uint8_t *), &src, dst, h);
+	if (node->auth_on) /* payload_max left room for the trailer */
+		len = (size_t)gw_auth_seal(&q->auth, rte_pktmbuf_mtod(m, uint8_t *), len,
+					   rte_pktmbuf_tailroom(m) + m->data_len);
+	m->data_len = (uint16_t)len;
+	m->pkt_len = (uint32_t)len;
+	gw_txq_put(q, m);
+}

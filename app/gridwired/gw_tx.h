@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Port TX. Each lcore owns one TX queue of the port (gw_layout places it)
+ * and every role on that lcore sends through it: frames are sealed (and
+ * tagged, with [auth]) by the lcore that sends them, queued, and handed to
+ * the PMD once per loop.
+ */
+#ifndef GW_TX_H
+#define GW_TX_H
+
+#include <rte_mbuf.h>
+
+#include "gw_auth.h"
+#include "gw_node.h"
+
+#define GW_TXQ_MAX 256
+
+struct gw_txq {
+	uint16_t port, queue;
+	struct gw_auth_tx auth; /* this lcore's counter (its slot is the queue) */
+	struct gw_counters *st; /* its lcore's */
+	unsigned n;
+	uint64_t last_tx_ns;
+	struct rte_mbuf *m[GW_TXQ_MAX];
+};
+
+void gw_txq_init(struct gw_txq *q, const struct gw_node *node, uint16_t port, uint16_t queue,
+		 struct gw_counters *st, uint64_t auth_start);
+/* Queue a sealed frame; the NIC refusing everything frees it (counted). */
+void gw_txq_put(struct gw_txq *q, struct rte_mbuf *m);
+/* Hand what is queued to the PMD; also an empty burst every 10 ms, which
+ * bond mode 4 needs to send its LACP frames. */
+void gw_txq_flush(struct gw_txq *q, uint64_t now);
+void gw_txq_fini(struct gw_txq *q);
+
+/* A frame to fill from GW_FRAME_MIN on; NULL (counted) when out of mbufs. */
+struct rte_mbuf *gw_tx_alloc(const struct gw_node *node, struct gw_counters *st);
+/* Seal a frame whose payload is in place and queue it for dst. */
+void gw_tx_send(const struct gw_node *node, struct gw_txq *q, struct rte_mbuf *m,
+		const struct gw_addr *dst, struct gw_hdr *h);
+
+#endif

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The worker role: drain this worker's client channels into frames on its
+ * own lane to each peer, apply the ACKs for its lane, retransmit, give up
+ * on peers that went down, and send the REJECTs it is handed. Frames to
+ * this node itself go to a loopback ring that one receiver delivers, so
+ * local delivery follows the same rules (order, hold, reject) as remote.
+ *
+ * Other roles reach a worker only through a proxy (struct
+ * gw_worker_proxy): rings when they run on another lcore, a direct call
+ * when they share the worker's (as Aeron's driver proxies do).
+ */
+#ifndef GW_WORKER_H
+#define GW_WORKER_H
+
+#include <rte_ring.h>
+
+#include "gw_batch.h"
+#include "gw_chan.h"
+#include "gw_peers.h"
+#include "gw_tx.h"
+
+#define GW_HIST_BUCKETS 7 /* 1, 2-3, 4-7, 8-15, 16-31, 32-63, 64+ messages per frame */
+
+/* A REJECT owed to the sender of a message on a peer node. */
+struct gw_reject {
+	uint16_t node;   /* where the sender is: where the REJECT goes */
+	uint16_t target; /* the node the message was for */
+	uint16_t src_chan;
+	uint32_t dst_ep;
+	uint32_t msg_id;
+	int32_t err;
+};
+
+/* An ACK for one of the worker's lanes. */
+struct gw_ack_msg {
+	uint16_t node;
+	uint16_t pad;
+	struct gw_ack ack;
+};
+
+/* A channel given to the worker or taken back (the control role). */
+enum gw_cmd_op { GW_CMD_ADD = 1, GW_CMD_DEL = 2 };
+struct gw_cmd {
+	uint32_t op;
+	struct gw_chan *chan;
+	uint32_t *released; /* DEL: set once the worker let go of chan */
+};
+
+struct gw_worker;
+
+/* One lcore's way into one worker. */
+struct gw_worker_proxy {
+	struct gw_worker *direct; /* the same lcore: calls */
+	struct rte_ring *acks;    /* else: struct gw_ack_msg, from a receiver */
+	struct rte_ring *rejects; /* struct gw_reject, from a receiver */
+	struct rte_ring *cmds;    /* struct gw_cmd, from the control role */
+};
+
+struct gw_worker {
+	const struct gw_node *node;
+	struct gw_peers *peers;
+	uint16_t lane;
+	struct gw_txq *txq;         /* its lcore's */
+	struct gw_counters *st;     /* its lcore's */
+	struct rte_ring *loop;      /* frames for this node, to its receiver */
+	struct gw_batcher batch;
+	struct gw_chan **chans;     /* channels this worker drains */
+	unsigned nchans;
+	struct gw_worker_proxy *in[GW_LCORES_MAX]; /* proxies with rings into it */
+	unsigned nin;
+	struct gw_reject pending_rej; /* taken from a ring, waiting for a window */
+	bool has_pending_rej;
+	/* giving up on a lost peer's frames: how far into the one at (node, seq) */
+	uint16_t abandon_node;
+	uint32_t abandon_seq;
+	size_t abandon_off;
+	bool drain_seen; /* finished a step after the drain began (atomic) */
+	uint64_t hist[GW_HIST_BUCKETS]; /* frames by messages in them: 1, 2-3, 4-7, ... */
+	uint64_t now;
+};
+
+int gw_worker_init(struct gw_worker *w, const struct gw_node *node, struct gw_peers *peers,
+		   uint16_t lane, struct gw_txq *txq, struct gw_counters *st, struct rte_ring *loop);
+void gw_worker_fini(struct gw_worker *w);
+bool gw_worker_step(struct gw_worker *w, uint64_t now);
+/* Frames sent and not yet acknowledged, REJECTs not yet sent. */
+uint64_t gw_worker_pending(const struct gw_worker *w);
+
+/* A proxy from another lcore (rings made here), or from the worker's own. */
+int gw_worker_proxy_rings(struct gw_worker_proxy *px, struct gw_worker *w, unsigned from);
+void gw_worker_proxy_direct(struct gw_worker_proxy *px, struct gw_worker *w);
+void gw_worker_proxy_fini(struct gw_worker_proxy *px);
+/* An ACK: lost when the ring is full (a later ACK says the same and more). */
+int gw_worker_ack(struct gw_worker_proxy *px, uint16_t node, const struct gw_ack *ack);
+/* A REJECT to send: -EBUSY when it cannot be taken yet (try again). */
+int gw_worker_reject(struct gw_worker_proxy *px, const struct gw_reject *rj);
+/* A channel command: -EBUSY when it cannot be taken yet (try again). */
+int gw_worker_cmd(struct gw_worker_proxy *px, const struct gw_cmd *cmd);
+
+#endif

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gw_deliver: hold a full destination for a bound, then reject until half. */
+#include "gw_deliver.h"
+
+bool gw_deliver_open(struct gw_deliver_hold *h, bool below_half)
+{
+	if (!h->full_since_ns)
+		return true;
+	if (!below_half)
+		return !h->rejecting;
+	h->full_since_ns = 0;
+	h->rejecting = false;
+	return true;
+}
+
+bool gw_deliver_full(struct gw_deliver_hold *h, uint64_t now, uint64_t block_ns)
+{
+	if (h->rejecting)
+		return false;
+	/* 0 means not full, so a clock started at 0 is kept as 1: that start
+	 * alone is counted 1 ns late, every other one is exact. */
+	if (!h->full_since_ns)
+		h->full_since_ns = now ? now : 1;
+	uint64_t held = now > h->full_since_ns ? now - h->full_since_ns : 0;
+	if (held < block_ns)
+		return true;
+	h->rejecting = true;
+	return false;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gw_deliver: what to do when a destination ring is full (pure C).
+ *
+ * Hold, then reject. A full destination holds its lane (and so the
+ * sender's window) for at most block_ns from the moment it filled. After
+ * that it is stopped: what is for it is refused at once, without holding
+ * anything, until its reader has drained it to half. A reader that takes a
+ * message now and then cannot keep the lane at its pace, and one that
+ * stopped delays the other destinations once, by at most that bound.
+ *
+ * Moved out of the daemon's receiver so the policy can be tested with a
+ * made-up clock. No DPDK; the caller says what time it is and whether the
+ * ring is below half.
+ */
+#ifndef GW_DELIVER_H
+#define GW_DELIVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* One destination's state, as one receiver sees it. Zeroed: open. */
+struct gw_deliver_hold {
+	uint64_t full_since_ns; /* 0: not full (a clock started at 0 reads 1) */
+	bool rejecting;         /* held past the bound: refuse until drained to half */
+};
+
+/* Is the destination taking deliveries? below_half: its reader has drained
+ * it to half or less. Resets the state once it is below half. */
+bool gw_deliver_open(struct gw_deliver_hold *h, bool below_half);
+
+/* A delivery found it full at now: true = hold the lane and try again
+ * later; false = refuse this record (its sender is told), and every record
+ * until gw_deliver_open says open again. The first full moment starts the
+ * clock; past block_ns it turns to rejecting. */
+bool gw_deliver_full(struct gw_deliver_hold *h, uint64_t now, uint64_t block_ns);
+
+#endif

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gw_deliver: hold within the bound, refuse past it, open again at half. */
+#include <string.h>
+
+#include "gw_deliver.h"
+#include "gw_test.h"
+
+#define BLOCK 100
+
+static void test_fresh_open(void)
+{
+	struct gw_deliver_hold h = { 0 };
+	CU_ASSERT_TRUE(gw_deliver_open(&h, false));
+	CU_ASSERT_TRUE(gw_deliver_open(&h, true));
+	CU_ASSERT_EQUAL(h.full_since_ns, 0);
+	CU_ASSERT_FALSE(h.rejecting);
+}
+
+/* Held for block_ns from the first full moment, refused from then on. */
+static void test_hold_then_refuse(void)
+{
+	struct gw_deliver_hold h = { 0 };
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 1000, BLOCK));
+	CU_ASSERT_EQUAL(h.full_since_ns, 1000);
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 1050, BLOCK));
+	/* Still full but not rejecting: deliveries are tried, the clock runs on. */
+	CU_ASSERT_TRUE(gw_deliver_open(&h, false));
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 1099, BLOCK));
+	CU_ASSERT_FALSE(h.rejecting);
+	CU_ASSERT_FALSE(gw_deliver_full(&h, 1100, BLOCK));
+	CU_ASSERT_TRUE(h.rejecting);
+}
+
+/* Once refusing, it stays so until below half, however long it takes. */
+static void test_stays_refusing(void)
+{
+	struct gw_deliver_hold h = { 0 };
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 1000, BLOCK));
+	CU_ASSERT_FALSE(gw_deliver_full(&h, 1200, BLOCK));
+	for (uint64_t t = 1200; t < 1000000; t += 997) {
+		CU_ASSERT_FALSE(gw_deliver_open(&h, false));
+		CU_ASSERT_FALSE(gw_deliver_full(&h, t, BLOCK));
+	}
+	/* A huge bound later does not reopen it either: only draining does. */
+	CU_ASSERT_FALSE(gw_deliver_full(&h, 2000000, UINT64_MAX));
+	CU_ASSERT_FALSE(gw_deliver_open(&h, false));
+	CU_ASSERT_TRUE(h.rejecting);
+}
+
+/* Below half it opens; the next full moment starts a new clock. */
+static void test_reopen_restarts_clock(void)
+{
+	struct gw_deliver_hold h = { 0 };
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 1000, BLOCK));
+	CU_ASSERT_FALSE(gw_deliver_full(&h, 1100, BLOCK));
+	CU_ASSERT_FALSE(gw_deliver_open(&h, false));
+	CU_ASSERT_TRUE(gw_deliver_open(&h, true));
+	CU_ASSERT_EQUAL(h.full_since_ns, 0);
+	CU_ASSERT_FALSE(h.rejecting);
+	CU_ASSERT_TRUE(gw_deliver_open(&h, false)); /* not full any more */
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 5000, BLOCK));
+	CU_ASSERT_EQUAL(h.full_since_ns, 5000);
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 5099, BLOCK));
+	CU_ASSERT_FALSE(gw_deliver_full(&h, 5100, BLOCK));
+}
+
+/* Full, then drained before the bound: open, and a fresh clock next time. */
+static void test_drained_before_bound(void)
+{
+	struct gw_deliver_hold h = { 0 };
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 1000, BLOCK));
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 1080, BLOCK));
+	CU_ASSERT_TRUE(gw_deliver_open(&h, true));
+	CU_ASSERT_EQUAL(h.full_since_ns, 0);
+	CU_ASSERT_FALSE(h.rejecting);
+	/* Past the first clock's bound, but this is a new full moment. */
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 1090, BLOCK));
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 1150, BLOCK));
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 1189, BLOCK));
+	CU_ASSERT_FALSE(gw_deliver_full(&h, 1190, BLOCK));
+}
+
+/* Drained a little but not to half: the first clock still runs. */
+static void test_partial_drain_keeps_clock(void)
+{
+	struct gw_deliver_hold h = { 0 };
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 1000, BLOCK));
+	CU_ASSERT_TRUE(gw_deliver_open(&h, false));
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 1090, BLOCK));
+	CU_ASSERT_TRUE(gw_deliver_open(&h, false));
+	CU_ASSERT_FALSE(gw_deliver_full(&h, 1100, BLOCK));
+}
+
+static void test_block_zero(void)
+{
+	struct gw_deliver_hold h = { 0 };
+	CU_ASSERT_FALSE(gw_deliver_full(&h, 1000, 0));
+	CU_ASSERT_TRUE(h.rejecting);
+	CU_ASSERT_FALSE(gw_deliver_open(&h, false));
+	CU_ASSERT_TRUE(gw_deliver_open(&h, true));
+	memset(&h, 0, sizeof(h));
+	CU_ASSERT_FALSE(gw_deliver_full(&h, 0, 0));
+	CU_ASSERT_FALSE(gw_deliver_open(&h, false));
+}
+
+/*
+ * A full moment at time 0 starts the clock too. (Kept as 1 ns, since 0
+ * means not full. Starting it only at the next non-zero now would hold the
+ * lane well past the bound.)
+ */
+static void test_now_zero(void)
+{
+	struct gw_deliver_hold h = { 0 };
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 0, BLOCK));
+	CU_ASSERT_NOT_EQUAL(h.full_since_ns, 0);
+	CU_ASSERT_TRUE(gw_deliver_open(&h, false)); /* full, still trying */
+	CU_ASSERT_NOT_EQUAL(h.full_since_ns, 0);
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 0, BLOCK));
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 50, BLOCK));
+	CU_ASSERT_FALSE(gw_deliver_full(&h, 150, BLOCK));
+
+	memset(&h, 0, sizeof(h));
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 0, BLOCK));
+	CU_ASSERT_FALSE(gw_deliver_full(&h, BLOCK + 1, BLOCK));
+
+	/* Drained after a start at 0: open and reset like any other. */
+	memset(&h, 0, sizeof(h));
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 0, BLOCK));
+	CU_ASSERT_TRUE(gw_deliver_open(&h, true));
+	CU_ASSERT_EQUAL(h.full_since_ns, 0);
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 60, BLOCK));
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 159, BLOCK));
+	CU_ASSERT_FALSE(gw_deliver_full(&h, 160, BLOCK));
+}
+
+/* Times near the top of the range, and a clock that steps back, hold. */
+static void test_odd_clocks(void)
+{
+	struct gw_deliver_hold h = { 0 };
+	uint64_t t = UINT64_MAX - 50;
+	CU_ASSERT_TRUE(gw_deliver_full(&h, t, BLOCK));
+	CU_ASSERT_TRUE(gw_deliver_full(&h, t - 10, BLOCK));
+	CU_ASSERT_TRUE(gw_deliver_full(&h, UINT64_MAX, BLOCK));
+	CU_ASSERT_FALSE(h.rejecting);
+	memset(&h, 0, sizeof(h));
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 1000, BLOCK));
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 10, BLOCK));
+	CU_ASSERT_FALSE(gw_deliver_full(&h, 1100, BLOCK));
+}
+
+static const struct gw_test_case cases[] = {
+	{ "zeroed state is open", test_fresh_open },
+	{ "holds within block_ns, refuses after", test_hold_then_refuse },
+	{ "stays refusing until below half", test_stays_refusing },
+	{ "below half opens, clock restarts", test_reopen_restarts_clock },
+	{ "drained before the bound: fresh clock", test_drained_before_bound },
+	{ "not to half: the first clock runs on", test_partial_drain_keeps_clock },
+	{ "block_ns 0 refuses at once", test_block_zero },
+	{ "a full moment at now 0 starts the clock", test_now_zero },
+	{ "clocks near the top, and stepping back", test_odd_clocks },
+	{ NULL, NULL },
+};
+
+int main(void)
+{
+	return gw_test_run("deliver", cases);
+}
