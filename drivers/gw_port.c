@@ -18,6 +18,7 @@
 
 #define GW_PORT_RX_DESC 1024
 #define GW_PORT_TX_DESC 1024
+#define GW_PORT_MBUF_WORK 4096 /* beyond the RX rings: windows, reorder, frames being built */
 #define GW_BOND_NAME "net_bonding0"
 
 RTE_LOG_REGISTER(gw_port_logtype, gridwire.port, INFO);
@@ -287,15 +288,23 @@ static int open_port(struct gw_port *p, char *err, size_t errlen)
 		return rc;
 
 	/* Enough for the RX rings, every lane's window and reorder buffer,
-	 * and the frames being built; the config sizes it. */
+	 * and the frames being built; the config sizes it, but never below
+	 * what full RX rings (a PMD may fill them all at start) leave room
+	 * for: a queue pair more per lcore must not starve the pool. */
+	unsigned rings = p->nmembers * p->nqueues * GW_PORT_RX_DESC;
+	unsigned mbufs = cfg->mbufs < rings + GW_PORT_MBUF_WORK ? rings + GW_PORT_MBUF_WORK
+								: cfg->mbufs;
+	if (mbufs > cfg->mbufs)
+		GW_PORT_LOG(NOTICE, "[port] mbufs %u raised to %u: %u members x %u queues hold %u in their RX rings",
+			    cfg->mbufs, mbufs, p->nmembers, p->nqueues, rings);
 	int sock = rte_eth_dev_socket_id(p->port_id);
-	p->pool = rte_pktmbuf_pool_create("gw_mbufs", cfg->mbufs, 256, 0,
+	p->pool = rte_pktmbuf_pool_create("gw_mbufs", mbufs, 256, 0,
 					  RTE_PKTMBUF_HEADROOM + GW_PORT_MBUF_DATA,
 					  sock < 0 ? (int)rte_socket_id() : sock);
 	if (!p->pool)
 		return fail(err, errlen, -rte_errno,
 			    "cannot allocate %u mbufs of %u bytes: give EAL more memory (-m in [eal] args) or lower [port] mbufs",
-			    cfg->mbufs, GW_PORT_MBUF_DATA);
+			    mbufs, GW_PORT_MBUF_DATA);
 	/* Without hugepages EAL's memory is only allocated where first
 	 * written: fault the whole pool in now, so that the data path takes
 	 * no page faults and the gateway's memory does not creep up as

@@ -138,7 +138,8 @@ _gw_stop_pid() {
 
 # gw_gateways_up WORK [gridwired args...]: start both, wait until they see
 # each other (bond mode 4 takes about 3 s). Sets GW_PID_A and GW_PID_B.
-# GW_WORKERS=N gives each gateway N worker lcores besides its main one.
+# GW_WORKERS=N and GW_RECEIVERS=R give each gateway N worker and R receiver
+# lcores besides its main one.
 # gw_gateway_start WORK 0|1 [gridwired args...]: start alpha (0) or beta
 # (1) in its namespace; prints its pid. Its log goes to WORK/NAME.log
 # (appended, so a restart keeps the first instance's lines).
@@ -147,9 +148,9 @@ gw_gateway_start() {
     shift 2
     link=$(gw_link) || return 1
     local ns=(gwa gwb) name=(alpha beta) cfg=(demo-a.ini demo-b.ini) side=(a b)
-    local workers=${GW_WORKERS:-0} lcores="" k extra=()
-    # Main lcore of alpha on CPU 0, of beta on CPU 1; workers alternate.
-    for k in $(seq 0 "$workers"); do lcores+="${lcores:+,}$k@$(((i + k) % 2))"; done
+    local workers=${GW_WORKERS:-0} receivers=${GW_RECEIVERS:-0} lcores="" k extra=()
+    # Main lcore of alpha on CPU 0, of beta on CPU 1; the others alternate.
+    for k in $(seq 0 $((workers + receivers))); do lcores+="${lcores:+,}$k@$(((i + k) % 2))"; done
     [[ $link == veth ]] && extra+=(--set "port.members=veth-${side[i]}0,veth-${side[i]}1")
     local own
     own=$([[ $i == 0 ]] && echo "${GW_ARGS_A:-}" || echo "${GW_ARGS_B:-}")
@@ -161,7 +162,7 @@ gw_gateway_start() {
     rm -f "/run/gridwire/${name[i]}.sock"
     ip netns exec "${ns[i]}" "$bin" -c "$_GW_LIB_ROOT/config/${cfg[i]}" \
         --set "eal.args=--no-pci $mem --lcores=$lcores" \
-        --set "lcores.workers=$workers" \
+        --set "lcores.workers=$workers" --set "lcores.receivers=$receivers" \
         --stats-file "$work/${name[i]}.json" "${extra[@]}" "$@" >>"$work/${name[i]}.log" 2>&1 &
     echo $!
 }
@@ -257,18 +258,25 @@ gw_workdir() {
 # --- a mesh of gateways (scripts/mesh.sh) ---------------------------------
 # Node k (1..N) is "nK" in namespace gwmK with socket /run/gridwire/nK.sock,
 # configured by config/mesh.ini; its main lcore runs on CPU (k % 2). Logs
-# and counters go to WORK/nK.{log,json}. GW_MESH_PID[k] is its pid.
+# and counters go to WORK/nK.{log,json}. GW_MESH_PID[k] is its pid. The
+# nodes listed in GW_MESH_POOLED (e.g. "2 4") run 2 workers and 2
+# receivers; the others every role on their main lcore.
 
 declare -a GW_MESH_PID=()
 
 # gw_mesh_start WORK K [gridwired args...]: start node K; prints nothing.
 gw_mesh_start() {
-    local work=$1 k=$2
+    local work=$1 k=$2 lcores layout=()
     shift 2
     rm -f "/run/gridwire/n$k.sock"
+    lcores="0@$((k % 2))"
+    if [[ " ${GW_MESH_POOLED:-} " == *" $k "* ]]; then
+        lcores+=",1@$(((k + 1) % 2)),2@$((k % 2)),3@$(((k + 1) % 2)),4@$((k % 2))"
+        layout=(--set lcores.workers=2 --set lcores.receivers=2)
+    fi
     ip netns exec "gwm$k" "$_GW_LIB_ROOT/build/app/gridwired" -c "$_GW_LIB_ROOT/config/mesh.ini" \
         --set "node.id=$k" --set "node.name=n$k" --set "node.socket=/run/gridwire/n$k.sock" \
-        --set "eal.args=--no-pci --no-huge -m 512 --no-shconf --lcores=0@$((k % 2))" \
+        --set "eal.args=--no-pci --no-huge -m 512 --no-shconf --lcores=$lcores" "${layout[@]}" \
         --stats-file "$work/n$k.json" "$@" >>"$work/n$k.log" 2>&1 &
     GW_MESH_PID[k]=$!
     gw_cleanup_push _gw_stop_pid "${GW_MESH_PID[k]}"

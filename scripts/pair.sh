@@ -8,7 +8,7 @@
 #
 #   scripts/pair.sh [--procs P] [--writers W] [--msgs M] [--size S]
 #                   [--batch on|off] [--drop PERMILLE] [--drop-acks PERMILLE]
-#                   [--set section.key=value]... [--workers N] [--rate MSGS_PER_S_PER_PROC]
+#                   [--set section.key=value]... [--workers N] [--receivers R] [--rate MSGS_PER_S_PER_PROC]
 #                   [--link cable|veth] [--keep-ns]
 #
 # GW_PIN_A and GW_PIN_B pin the senders and the receiver to those CPUs
@@ -37,6 +37,7 @@ while (($#)); do
     --drop-acks) drop_acks=$2; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
     --workers) export GW_WORKERS=$2; shift 2 ;;
+    --receivers) export GW_RECEIVERS=$2; shift 2 ;;
     --rate) rate=(--rate "$2"); shift 2 ;;
     --link) export GW_LINK=$2; shift 2 ;;
     --keep-ns) keep_ns=1; shift ;;

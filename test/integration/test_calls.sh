@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# ecall's vocabulary across a mesh of three gateways (scripts/mesh.sh):
+# ecall's vocabulary across a mesh of four gateways (scripts/mesh.sh), two
+# of them (n2, n4) pooled at both ends (2 worker and 2 receiver lcores):
 #  1. every call outcome and every multi-node pattern's policy, with nodes
-#     answering ok (n1, n2), failing (n3), not up (node 9) and a service
+#     answering ok (n1, n2, n4), failing (n3), not up (node 9) and a service
 #     that never answers (gw-rpc-check patterns, run on n1);
 #  2. casts from two nodes to a third: each sender's casts arrive once and
 #     in order (gw-perf tx --cast / rx --service);
-#  3. thousands of concurrent calls from several clients on two nodes, each
-#     reply matched to its own call (gw-perf call checks the echoed payload);
+#  3. thousands of concurrent calls from several clients on three nodes,
+#     each reply matched to its own call (gw-perf call checks the echoed
+#     payload);
 #  4. a gateway killed (SIGKILL) while 1,000 calls to it are in flight, with
 #     a 60 s call timeout: every call still ends, failed as badrpc, none by
 #     timeout, and calls to the other node go on untouched.
@@ -15,7 +17,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 BIN=$(gw_root)/build
 gw_workdir calls
-gw_mesh_up "$work" 3
+GW_MESH_POOLED="2 4" gw_mesh_up "$work" 4
 sock() { echo "/run/gridwire/n$1.sock"; }
 
 # bg NAME NODE CMD...: a client in node NODE's namespace, in the background.
@@ -36,8 +38,9 @@ bg svc1 1 "$BIN/test/gw-rpc-check" serve -s "$(sock 1)" -e svc --behave ok
 bg svc2 2 "$BIN/test/gw-rpc-check" serve -s "$(sock 2)" -e svc --behave ok
 bg quiet2 2 "$BIN/test/gw-rpc-check" serve -s "$(sock 2)" -e quiet --behave silent
 bg svc3 3 "$BIN/test/gw-rpc-check" serve -s "$(sock 3)" -e svc --behave fail
-for n in svc1 svc2 quiet2 svc3; do ready "$n" serving; done
-ip netns exec gwm1 "$BIN/test/gw-rpc-check" patterns -s "$(sock 1)" -e svc --ok 1,2 --fail 3 \
+bg svc4 4 "$BIN/test/gw-rpc-check" serve -s "$(sock 4)" -e svc --behave ok
+for n in svc1 svc2 quiet2 svc3 svc4; do ready "$n" serving; done
+ip netns exec gwm1 "$BIN/test/gw-rpc-check" patterns -s "$(sock 1)" -e svc --ok 1,2,4 --fail 3 \
     --absent 9 --quiet quiet@2 --timeout-ms 2000 | tee "$work/patterns.out"
 
 gw_log "2. casts from n1 and n3 to n2, in order per sender"
@@ -52,7 +55,7 @@ ip netns exec gwm3 "$BIN/app/gw-perf" tx --cast -s "$(sock 3)" -n 2 -e castsink 
 wait "$c1"
 wait "${PID[casts]}" || true
 
-gw_log "3. concurrent calls: 2 clients x 1,000 callers on n1, 1 x 1,000 on n3, to n2"
+gw_log "3. concurrent calls: 2 clients x 1,000 callers on n1, 1 x 1,000 on n3 and on n4, to n2"
 bg echo2 2 "$BIN/app/gw-perf" echo -s "$(sock 2)" -e echo
 bg echo3 3 "$BIN/app/gw-perf" echo -s "$(sock 3)" -e echo
 ready echo2 "echo ready"
@@ -61,7 +64,8 @@ for k in a b; do
     bg "calls1$k" 1 "$BIN/app/gw-perf" call -s "$(sock 1)" -n 2 -e echo -w 1000 -m 100
 done
 bg calls3 3 "$BIN/app/gw-perf" call -s "$(sock 3)" -n 2 -e echo -w 1000 -m 100
-for n in calls1a calls1b calls3; do wait "${PID[$n]}" || true; done
+bg calls4 4 "$BIN/app/gw-perf" call -s "$(sock 4)" -n 2 -e echo -w 1000 -m 100
+for n in calls1a calls1b calls3 calls4; do wait "${PID[$n]}" || true; done
 
 gw_log "4. n3 killed with 1,000 calls in flight to it"
 bg lost 1 "$BIN/app/gw-perf" call -s "$(sock 1)" -n 3 -e echo -w 1000 -m 100000 \
@@ -73,7 +77,7 @@ gw_log "killing n3"
 kill -9 "${GW_MESH_PID[3]}"
 wait "${PID[lost]}" || true
 wait "${PID[steady]}" || true
-kill -TERM "${PID[svc1]}" "${PID[svc2]}" "${PID[quiet2]}" "${PID[echo2]}" 2>/dev/null || true
+kill -TERM "${PID[svc1]}" "${PID[svc2]}" "${PID[svc4]}" "${PID[quiet2]}" "${PID[echo2]}" 2>/dev/null || true
 sleep 0.5
 
 python3 - "$work" <<'PY'
@@ -95,7 +99,7 @@ print(f"2. casts: sent {c1.get('sent')} + {c3.get('sent')}, received {rx}")
 if rx.get("delivered") != 400000 or rx.get("duplicates") or rx.get("order_violations") or rx.get("malformed"):
     bad.append(f"casts: {rx}")
 
-for n in ("calls1a", "calls1b", "calls3"):
+for n in ("calls1a", "calls1b", "calls3", "calls4"):
     c = j(n)
     print(f"3. {n}: {c.get('ok')} ok of {c.get('calls')}, wrong {c.get('wrong')}, "
           f"{c.get('calls_per_s')} calls/s, rtt p50 {c.get('lat_us', {}).get('p50')} us")
@@ -109,8 +113,9 @@ if ended != lost.get("calls") or lost.get("wrong"): bad.append("lost: not every 
 if lost.get("timeout"): bad.append(f"lost: {lost['timeout']} calls waited for their timeout")
 if lost.get("hostdown", 0) + lost.get("unreachable", 0) == 0: bad.append("lost: no badrpc seen")
 if steady.get("ok") != 300000 or steady.get("wrong"): bad.append(f"steady: {steady}")
-n1 = open(f"{work}/n1.log").read()
-if "peer 3 (n3) is down" not in n1: bad.append("n1 never saw n3 go down")
+for k in (1, 2, 4):
+    if "peer 3 (n3) is down" not in open(f"{work}/n{k}.log").read():
+        bad.append(f"n{k} never saw n3 go down")
 print("FAIL: " + "; ".join(bad) if bad else "ok: calls, patterns, casts and node loss behave")
 sys.exit(1 if bad else 0)
 PY

@@ -14,9 +14,10 @@ cycles=${GW_KILL_CYCLES:-500}
 gw_workdir kill
 gw_ns_up >/dev/null
 fail=0
-run() { # LINK
-    export GW_LINK=$1
-    gw_log "$1 link"
+run() { # LINK [WORKERS RECEIVERS CYCLES]
+    export GW_LINK=$1 GW_WORKERS=${2:-0} GW_RECEIVERS=${3:-0}
+    local cycles=${4:-$cycles}
+    gw_log "$1 link, $GW_WORKERS workers, $GW_RECEIVERS receivers"
     gw_gateways_up "$work"
 
     fds() { ls "/proc/$1/fd" | wc -l; }
@@ -90,4 +91,5 @@ PY
 }
 run cable
 run veth
+run cable 2 2 200
 exit $fail

@@ -17,9 +17,9 @@ BIN=$(gw_root)/build/app
 gw_workdir restart
 gw_ns_up >/dev/null
 fail=0
-run() { # LINK
-    export GW_LINK=$1
-    gw_log "$1 link"
+run() { # LINK [WORKERS RECEIVERS]
+    export GW_LINK=$1 GW_WORKERS=${2:-0} GW_RECEIVERS=${3:-0}
+    gw_log "$1 link, $GW_WORKERS workers, $GW_RECEIVERS receivers"
     gw_gateways_up "$work"
 
     writers=100 msgs=20000
@@ -92,4 +92,5 @@ PY
 }
 run cable
 run veth
+run cable 2 2
 exit $fail
