@@ -57,3 +57,5 @@ const struct gw_counter_name gw_counter_names[] = {
 	GW_COUNTER(lane_handoffs),
 	{ NULL, 0 },
 };
+
+int gw_logtype = RTE_LOGTYPE_USER1; /* gridwired registers its own at start */

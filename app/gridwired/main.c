@@ -25,7 +25,6 @@
 #include "gw_gateway.h"
 #include "gw_port.h"
 
-int gw_logtype;
 static volatile bool stop;
 
 static void on_signal(int sig)
