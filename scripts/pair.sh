@@ -125,6 +125,8 @@ out = {
     "msgs_per_frame": round(a["msgs_out"] / frames, 2) if frames else 0,
     "retrans": a["retrans"],
     "dup_frames": b["dup_frames"],
+    # DATA frames that came in on another receiver's lcore than their lane's
+    "lane_handoffs": a.get("lane_handoffs", 0) + b.get("lane_handoffs", 0),
     "bad_crc": a["bad_crc"] + b["bad_crc"],
     "refused_at_beta": {k: b[k] for k in ("bad_frames", "bad_crc", "not_ours", "unknown_peer",
                                           "auth_forged", "auth_replayed")},
