@@ -12,6 +12,8 @@
  *   /gridwire/client,ID        one client: messages taken, delivered, full
  *   /gridwire/peers            node ids heard from
  *   /gridwire/peer,ID          one peer: name, up, epoch, last heard
+ *   /gridwire/lcores           the layout's entries, 0 = the main lcore
+ *   /gridwire/lcore,I          one entry: its lcore, roles, queues, counters
  *   /gridwire/member,I,down|up an operator takes port member I down or
  *                              brings it back (done by the main lcore)
  *
@@ -226,6 +228,48 @@ static int cmd_peer(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+static int cmd_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
+	for (unsigned i = 0; i < gw->layout.n; i++)
+		rte_tel_data_add_array_int(d, (int)i);
+	return 0;
+}
+
+static int cmd_lcore(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	unsigned i;
+	if (!params || sscanf(params, "%u", &i) != 1 || i >= gw->layout.n)
+		return -EINVAL;
+	const struct gw_layout_entry *e = &gw->layout.e[i];
+	const struct gw_counters *st = &gw->lc[i].st;
+	char roles[64] = "", rxq[96] = "";
+	size_t n = 0;
+	if (e->main)
+		n += (size_t)snprintf(roles + n, sizeof(roles) - n, "main ");
+	if (e->worker >= 0)
+		n += (size_t)snprintf(roles + n, sizeof(roles) - n, "worker%d ", e->worker);
+	if (e->receiver >= 0)
+		snprintf(roles + n, sizeof(roles) - n, "receiver%d", e->receiver);
+	for (unsigned q = 0, k = 0; q < e->nrxq && k < sizeof(rxq); q++)
+		k += (unsigned)snprintf(rxq + k, sizeof(rxq) - k, "%s%u", q ? "," : "", e->rxq[q]);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "index", i);
+	rte_tel_data_add_dict_u64(d, "lcore", e->lcore_id);
+	rte_tel_data_add_dict_string(d, "roles", roles);
+	rte_tel_data_add_dict_u64(d, "tx_queue", e->txq);
+	rte_tel_data_add_dict_string(d, "rx_queues", rxq[0] ? rxq : "-");
+	/* What this lcore's roles did, from its own counters. */
+	static const char *const keys[] = { "rx_frames", "data_frames", "msgs_in", "msgs_out",
+					    "msgs_local", "tx_frames", "retrans", "lane_handoffs" };
+	for (unsigned k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		for (const struct gw_counter_name *c = gw_counter_names; c->name; c++)
+			if (!strcmp(c->name, keys[k]))
+				rte_tel_data_add_dict_u64(d, c->name,
+							  *(const uint64_t *)((const char *)st + c->off));
+	return 0;
+}
+
 /* "I,down" or "I,up": handed to the main lcore, which owns the port. */
 static int cmd_member(const char *cmd, const char *params, struct rte_tel_data *d)
 {
@@ -272,6 +316,8 @@ int gw_stats_register(struct gw_gateway *g)
 		{ "/gridwire/client", cmd_client, "One client. Parameter: channel id" },
 		{ "/gridwire/peers", cmd_peers, "Node ids heard from" },
 		{ "/gridwire/peer", cmd_peer, "One peer. Parameter: node id" },
+		{ "/gridwire/lcores", cmd_lcores, "The lcore layout's entries" },
+		{ "/gridwire/lcore", cmd_lcore, "One lcore: roles, queues, counters. Parameter: index" },
 		{ "/gridwire/member", cmd_member,
 		  "Take a port member down or bring it back. Parameters: index,down|up" },
 	};

@@ -2,7 +2,8 @@
 # The stats a DPDK user looks at: after a 200,000-message run, gwctl reads
 # each gateway's telemetry (/gridwire/...) and the figures agree with what
 # the run did: messages sent and delivered, port packets, the lane with its
-# messages-per-frame histogram, the connected client, the peer up.
+# messages-per-frame histogram, the connected client, the peer up, the
+# lcore layout with what each lcore did.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
@@ -20,10 +21,12 @@ sleep 1
 for what in stats port lanes peers; do "$GWCTL" -n alpha "$what" >"$work/alpha.$what"; done
 "$GWCTL" -n beta clients >"$work/beta.clients"
 "$GWCTL" -n beta lanes >"$work/beta.lanes"
+"$GWCTL" -n beta lcores >"$work/beta.lcores"
 "$GWCTL" -n alpha port >"$work/alpha.port2"
 "$GWCTL" -n nosuch stats >"$work/nosuch" 2>&1 && nosuch=0 || nosuch=$?
 gw_gateways_down
-cat "$work/alpha.stats" "$work/alpha.port2" "$work/alpha.lanes" "$work/alpha.peers" "$work/beta.clients"
+cat "$work/alpha.stats" "$work/alpha.port2" "$work/alpha.lanes" "$work/alpha.peers" "$work/beta.clients" \
+    "$work/beta.lcores"
 
 fail=0
 want() { # description file pattern (grep -E)
@@ -36,7 +39,8 @@ want "both bond members shown up" "$work/alpha.port" "Member 1: vhost:/run/gridw
 want "the members' packets counted" "$work/alpha.port" "Member 0: .* TX-packets: [1-9]"
 want "the lane to beta with most frames of 32-63 messages" "$work/alpha.lanes" "^ +2 +0 +[1-9]"
 want "alpha's lane to beta carried the 200,000 messages" "$work/alpha.lanes" "^ +2 +0 +[1-9][0-9]* +200000 "
-want "beta's lane from alpha delivered them, no duplicate frames" "$work/beta.lanes" "^ +1 +0 .* 200000 +0$"
+want "beta's lane from alpha delivered them, no duplicate frames, by receiver 0" "$work/beta.lanes" "^ +1 +0 .* 200000 +0 +0$"
+want "beta's one lcore runs every role and took in the 200,000" "$work/beta.lcores" "^ +0 +main worker0 receiver0 +0 +0 +[1-9][0-9]* +[1-9][0-9]* +200000 "
 want "beta is up" "$work/alpha.peers" "beta +up"
 want "beta's client got all 200,000" "$work/beta.clients" " 200000 "
 if ((nosuch != 0)) && grep -q "no gateway named 'nosuch'" "$work/nosuch"; then
