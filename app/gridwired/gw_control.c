@@ -43,8 +43,9 @@ static void dir_publish(struct gw_control *ctl, struct gw_dir *next)
 static int ep_add(struct gw_control *ctl, const char *name, uint16_t chan)
 {
 	uint32_t id = gw_ctl_ep_id(name);
-	uint16_t has = gw_dir_find(ctl->dir, id);
-	if (has) /* said without a copy: the same again, or taken */
+	/* Already there: the same again (0) or taken (-EEXIST), said without
+	 * a copy; gw_dir_add writes nothing when the id is present. */
+	if (gw_dir_find(ctl->dir, id))
 		return gw_dir_add(ctl->dir, name, id, chan) == 0 ? 0 : -EEXIST;
 	struct gw_dir *next = dir_edit(ctl);
 	int rc = gw_dir_add(next, name, id, chan);
@@ -64,7 +65,7 @@ static int ep_del(struct gw_control *ctl, const char *name, uint16_t chan)
 	return rc;
 }
 
-void gw_control_node_up(void *arg, uint16_t node, bool up)
+void gw_control_set_node_up(void *arg, uint16_t node, bool up)
 {
 	struct gw_control *ctl = arg;
 	uint64_t bit = 1ull << (node % 64);
@@ -139,7 +140,7 @@ int gw_control_open(struct gw_control *ctl, char *err, size_t errlen)
 static bool worker_cmd(struct gw_control *ctl, struct gw_client *cl, uint32_t op)
 {
 	struct gw_cmd cmd = { .op = op, .chan = &cl->chan, .released = &cl->released };
-	return gw_worker_cmd(&ctl->workers[cl->worker], &cmd) == 0;
+	return gw_worker_post_cmd(&ctl->workers[cl->worker], &cmd) == 0;
 }
 
 static void free_slot(struct gw_control *ctl, struct gw_client *cl)

@@ -70,23 +70,26 @@ int gw_control_open(struct gw_control *ctl, char *err, size_t errlen);
 void gw_control_poll(struct gw_control *ctl);
 void gw_control_close(struct gw_control *ctl);
 /* The peers role's news: set the node's bit in every client, wake them. */
-void gw_control_node_up(void *ctl, uint16_t node, bool up);
+void gw_control_set_node_up(void *ctl, uint16_t node, bool up);
 /* Copy what clients count in their own regions into gateway memory. */
 void gw_control_sample(struct gw_control *ctl);
 
 /* Read side, any receiver, between two quiescent states. */
-static inline struct gw_client *gw_control_client(struct gw_control *ctl, uint16_t chan_id)
+static inline struct gw_client *gw_control_find_client(struct gw_control *ctl, uint16_t chan_id)
 {
 	uint16_t s = __atomic_load_n(&ctl->chan_slot[chan_id], __ATOMIC_ACQUIRE);
 	struct gw_client *cl = s ? &ctl->clients[s - 1] : NULL;
-	return cl && __atomic_load_n(&cl->live, __ATOMIC_ACQUIRE) ? cl : NULL;
+	/* Live, and still the client of that id: the slot may have been
+	 * given to another client since s was read. */
+	return cl && __atomic_load_n(&cl->live, __ATOMIC_ACQUIRE) && cl->chan_id == chan_id ? cl
+												   : NULL;
 }
 
-static inline struct gw_client *gw_control_endpoint(struct gw_control *ctl, uint32_t ep)
+static inline struct gw_client *gw_control_find_endpoint(struct gw_control *ctl, uint32_t ep)
 {
 	const struct gw_dir *d = __atomic_load_n(&ctl->dir, __ATOMIC_ACQUIRE);
 	uint16_t chan = gw_dir_find(d, ep);
-	return chan ? gw_control_client(ctl, chan) : NULL;
+	return chan ? gw_control_find_client(ctl, chan) : NULL;
 }
 
 #endif

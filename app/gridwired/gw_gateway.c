@@ -101,14 +101,15 @@ static int lcore_main(void *arg)
 
 /* --- putting it together --- */
 
-/* Where lcore entry i reaches worker k: a call when k runs there too. */
+/* Where lcore entry i reaches worker k: a receiver's ACKs and REJECTs,
+ * the main lcore's channel commands; calls when k runs there too. */
 static int wire_proxies(struct gw_gateway *g, struct gw_lcore *lc, unsigned i)
 {
+	unsigned what = (lc->rv ? GW_PROXY_ACKS | GW_PROXY_REJECTS : 0) |
+			(lc->e->main ? GW_PROXY_CMDS : 0);
 	for (unsigned k = 0; k < g->layout.workers; k++) {
 		struct gw_worker *w = &g->workers[k];
-		if (lc->w == w)
-			gw_worker_proxy_direct(&lc->proxies[k], w);
-		else if (gw_worker_proxy_rings(&lc->proxies[k], w, i) < 0)
+		if (gw_worker_proxy_init(&lc->proxies[k], w, i, lc->w == w, what) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -186,12 +187,22 @@ static int init_roles(struct gw_gateway *g, uint64_t auth_start)
 		prx->nworkers = l->workers;
 		if (lc->e->main)
 			prx->hello.direct = &g->peers;
-		else if (!(prx->hello.ring = gw_peers_ring(&g->peers, lc->rv->id)))
+		else if (!(prx->hello.ring = gw_peers_add_ring(&g->peers, lc->rv->id)))
 			return -ENOMEM;
-		for (unsigned r = 0; r < l->receivers; r++)
-			if (r != lc->rv->id &&
-			    !(prx->handoff[r] = gw_receiver_handoff_ring(&g->receivers[r], i)))
+		prx->nrecv = l->receivers;
+	}
+	/* Once every port RX is set up: the rings between the receivers' lcores. */
+	for (unsigned i = 0; i < l->n; i++) {
+		struct gw_lcore *lc = &g->lc[i];
+		struct gw_port_rx *prx = lc->prx;
+		for (unsigned r = 0; prx && r < l->receivers; r++) {
+			if (r == lc->rv->id)
+				continue;
+			if (!(prx->handoff[r] = gw_receiver_add_handoff(&g->receivers[r], i)) ||
+			    (g->node.auth_on &&
+			     !(prx->auth_out[r] = gw_port_rx_add_auth_in(&g->prx[r], i))))
 				return -ENOMEM;
+		}
 	}
 	g->ctl.node = &g->node;
 	g->ctl.peers = &g->peers;
@@ -201,7 +212,7 @@ static int init_roles(struct gw_gateway *g, uint64_t auth_start)
 	g->ctl.st = &g->lc[0].st;
 	g->ctl.qs = g->qs;
 	g->ctl.qs_id = g->lc[0].qs_id;
-	g->peers.on_change = gw_control_node_up;
+	g->peers.on_change = gw_control_set_node_up;
 	g->peers.ctx = &g->ctl;
 	return 0;
 }
@@ -326,8 +337,16 @@ void gw_gateway_run(struct gw_gateway *g, volatile bool *stop, unsigned flush_ms
 	uint64_t end = gw_clock_ns() + flush_ms * 1000000ull;
 	GW_LOG(NOTICE, "stopping: flushing %" PRIu64 " frames and messages in flight",
 	       pending_work(g));
-	while (pending_work(g) && gw_clock_ns() < end)
+	/* The counts are other lcores' and move under us: nothing is left
+	 * only if nothing is still after every lcore has finished a pass. */
+	while (gw_clock_ns() < end) {
+		if (!pending_work(g)) {
+			quiesce(g);
+			if (!pending_work(g))
+				break;
+		}
 		lcore_pass(lc);
+	}
 	__atomic_store_n(&g->node.stop, true, __ATOMIC_RELEASE);
 	rte_eal_mp_wait_lcore();
 	uint64_t left = pending_work(g), waiting = 0;

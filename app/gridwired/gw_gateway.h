@@ -11,11 +11,15 @@
  *   gw_control.c   control: the client socket, channels, endpoints (main lcore)
  *   gw_stats.c     stats over telemetry (the telemetry thread, read only)
  *
- * Dependencies run one way: port RX -> receiver -> control -> worker ->
- * peers, all on gw_tx (port TX) and gw_node. Between lcores they meet only
- * through proxies (rings, or calls on the same lcore) and published state:
+ * Calls run one way: port RX -> receiver -> control -> worker -> peers,
+ * all on gw_txq (port TX) and gw_node. What flows back is data: frames for
+ * this node (a worker's loopback ring, read by a receiver) and a peer's
+ * change of state (a callback this file gives the peers role, which tells
+ * the control role). Between lcores the roles meet only through proxies
+ * (rings, or calls on the same lcore) and published state:
  *
  *   port RX  -> receiver  DATA of a lane another lcore owns (handoff ring)
+ *   port RX  -> port RX   [auth] frames of a slot another lcore owns (ring)
  *   port RX  -> worker    ACKs for its lane (proxy)
  *   port RX  -> peers     HELLOs (proxy); last-heard times (read)
  *   receiver -> worker    REJECTs owed to peers (proxy)
@@ -23,9 +27,11 @@
  *   control  -> worker    channels to drain or drop (proxy)
  *   control  -> receiver  endpoints and channels (published, rte_rcu_qsbr)
  *
- * No cache line is written by two lcores: each lcore has its own counters
- * and TX queue, each lane is written by one worker or one receiver, each
- * channel's RX part by one receiver.
+ * In the data path no cache line is written by two lcores: each lcore has
+ * its own counters and TX queue, each role's struct starts a line, each
+ * lane is written by one worker or one receiver, each channel's RX part
+ * and hold state by one receiver. (Control-path words are shared on
+ * purpose: a client's flags, a lane's owner mark set once.)
  */
 #ifndef GW_GATEWAY_H
 #define GW_GATEWAY_H
@@ -42,8 +48,13 @@
 #include "gw_port.h"
 #include "gw_port_rx.h"
 #include "gw_receiver.h"
-#include "gw_tx.h"
+#include "gw_txq.h"
 #include "gw_worker.h"
+
+/* A channel has an RX part per receiver; a sending lcore's TX queue is
+ * its [auth] slot. */
+_Static_assert(GW_RECEIVERS_MAX <= GW_CHAN_RX_MAX, "an RX part for every receiver");
+_Static_assert(GW_LCORES_MAX <= GW_AUTH_SLOTS, "an auth slot for every lcore");
 
 struct gw_gateway;
 

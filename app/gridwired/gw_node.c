@@ -54,7 +54,7 @@ const struct gw_counter_name gw_counter_names[] = {
 	GW_COUNTER(reject_dest_full), GW_COUNTER(nombuf), GW_COUNTER(tx_stalls),
 	GW_COUNTER(clients_broken), GW_COUNTER(clients_refused), GW_COUNTER(auth_forged),
 	GW_COUNTER(auth_replayed), GW_COUNTER(abandoned_frames), GW_COUNTER(reject_node_down),
-	GW_COUNTER(lane_handoffs),
+	GW_COUNTER(lane_handoffs), GW_COUNTER(auth_handoffs), GW_COUNTER(handoffs_lost),
 	{ NULL, 0 },
 };
 

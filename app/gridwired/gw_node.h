@@ -7,6 +7,7 @@
 #ifndef GW_NODE_H
 #define GW_NODE_H
 
+#include <stdalign.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,7 +51,8 @@ struct gw_counters {
 	uint64_t rejects_sent, rejects_lost, reject_unknown_ep, reject_dest_full;
 	uint64_t nombuf, tx_stalls, clients_broken, clients_refused;
 	uint64_t auth_forged, auth_replayed;
-	uint64_t abandoned_frames, reject_node_down, lane_handoffs;
+	uint64_t abandoned_frames, reject_node_down;
+	uint64_t lane_handoffs, auth_handoffs, handoffs_lost;
 };
 /* Summed field by field as an array of counters. */
 _Static_assert(sizeof(struct gw_counters) % sizeof(uint64_t) == 0, "counters are uint64_t only");

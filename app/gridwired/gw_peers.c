@@ -32,7 +32,7 @@ int gw_peers_init(struct gw_peers *ps, const struct gw_node *node, struct gw_cou
 	return 0;
 }
 
-struct rte_ring *gw_peers_ring(struct gw_peers *ps, unsigned receiver)
+struct rte_ring *gw_peers_add_ring(struct gw_peers *ps, unsigned receiver)
 {
 	char name[32];
 	snprintf(name, sizeof(name), "gw_hello%u", receiver);
@@ -107,15 +107,20 @@ static void on_hello(struct gw_peers *ps, const struct gw_hello_msg *h)
 		p->addr.ip = h->addr.ip;
 		p->addr.port = ps->node->self.port;
 	}
-	if (p->epoch != h->epoch && p->epoch)
-		GW_LOG(NOTICE, "peer %u (%s) restarted", h->node, h->name);
-	p->epoch = h->epoch;
-	p->caps = h->caps;
-	snprintf(p->name, sizeof(p->name), "%s", h->name);
+	/* Written only when they change: other lcores read this line. */
+	if (p->epoch != h->epoch) {
+		if (p->epoch)
+			GW_LOG(NOTICE, "peer %u (%s) restarted", h->node, h->name);
+		p->epoch = h->epoch;
+	}
+	if (p->caps != h->caps)
+		p->caps = h->caps;
+	if (strncmp(p->name, h->name, sizeof(p->name)))
+		snprintf(p->name, sizeof(p->name), "%s", h->name);
 	set_up(ps, h->node, p, true);
 }
 
-void gw_peers_hello(struct gw_peers_proxy *px, const struct gw_hello_msg *h)
+void gw_peers_post_hello(struct gw_peers_proxy *px, const struct gw_hello_msg *h)
 {
 	if (px->direct)
 		on_hello(px->direct, h);
@@ -126,7 +131,7 @@ void gw_peers_hello(struct gw_peers_proxy *px, const struct gw_hello_msg *h)
 static void hello_send(struct gw_peers *ps, struct gw_txq *q)
 {
 	const struct gw_node *node = ps->node;
-	struct rte_mbuf *m = gw_tx_alloc(node, ps->st);
+	struct rte_mbuf *m = gw_txq_alloc(q);
 	if (!m)
 		return;
 	struct gw_hello hello = {
@@ -137,7 +142,7 @@ static void hello_send(struct gw_peers *ps, struct gw_txq *q)
 	h.len = (uint32_t)gw_wire_hello_put(rte_pktmbuf_mtod(m, uint8_t *) + GW_FRAME_MIN, &hello);
 	struct gw_addr bc = { .mac = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff }, .ip = 0xffffffffu,
 			      .port = node->self.port };
-	gw_tx_send(node, q, m, &bc, &h);
+	gw_txq_send(q, m, &bc, &h);
 }
 
 uint64_t gw_peers_heard(const struct gw_peers *ps, uint16_t node)

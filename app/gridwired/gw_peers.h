@@ -17,7 +17,7 @@
 #include "gw_chan.h" /* GW_MAX_NODES */
 #include "gw_lane.h"
 #include "gw_node.h"
-#include "gw_tx.h"
+#include "gw_txq.h"
 
 struct gw_peer {
 	/* the peers role's */
@@ -70,8 +70,8 @@ struct gw_peers_proxy {
 int gw_peers_init(struct gw_peers *ps, const struct gw_node *node, struct gw_counters *st);
 void gw_peers_fini(struct gw_peers *ps);
 /* A ring for the hellos of a receiver on another lcore. */
-struct rte_ring *gw_peers_ring(struct gw_peers *ps, unsigned receiver);
-void gw_peers_hello(struct gw_peers_proxy *px, const struct gw_hello_msg *h);
+struct rte_ring *gw_peers_add_ring(struct gw_peers *ps, unsigned receiver);
+void gw_peers_post_hello(struct gw_peers_proxy *px, const struct gw_hello_msg *h);
 /* Hellos handed over, hellos due out, peers gone silent. */
 void gw_peers_poll(struct gw_peers *ps, struct gw_txq *q, uint64_t now);
 /* The latest any receiver heard node. */

@@ -8,6 +8,7 @@
 #include "gw_port_rx.h"
 
 #define GW_RX_BURST 32
+#define GW_AUTHQ 1024 /* verified frames handed over from one lcore; full: dropped, sent again */
 
 int gw_port_rx_init(struct gw_port_rx *prx, const struct gw_node *node, uint16_t port,
 		    struct gw_receiver *rv, struct gw_peers *peers, struct gw_counters *st)
@@ -29,10 +30,28 @@ int gw_port_rx_init(struct gw_port_rx *prx, const struct gw_node *node, uint16_t
 	return node->auth_on ? gw_auth_rx_init(&prx->auth, node->auth_key) : 0;
 }
 
+struct rte_ring *gw_port_rx_add_auth_in(struct gw_port_rx *prx, unsigned from)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "gw_auth%u_%u", from, prx->rv->id);
+	struct rte_ring *r = rte_ring_create_elem(name, sizeof(struct gw_auth_handoff), GW_AUTHQ,
+						  SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (r)
+		prx->auth_in[prx->nauth_in++] = r;
+	return r;
+}
+
 void gw_port_rx_fini(struct gw_port_rx *prx)
 {
 	for (struct rte_mbuf *m; (m = gw_fault_drain(&prx->fault));)
 		rte_pktmbuf_free(m);
+	for (unsigned i = 0; i < prx->nauth_in; i++) {
+		struct gw_auth_handoff f;
+		while (rte_ring_sc_dequeue_elem(prx->auth_in[i], &f, sizeof(f)) == 0)
+			rte_pktmbuf_free(f.m);
+		rte_ring_free(prx->auth_in[i]);
+	}
+	prx->nauth_in = 0;
 	if (prx->node && prx->node->auth_on)
 		gw_auth_rx_fini(&prx->auth);
 }
@@ -69,8 +88,8 @@ static void on_hello(struct gw_port_rx *prx, const struct gw_hdr *h, const uint8
 		.node = h->src_node, .epoch = h->epoch, .caps = hello.caps, .addr = *src,
 	};
 	snprintf(msg.name, sizeof(msg.name), "%s", hello.name);
-	prx->rv->heard[h->src_node] = prx->now;
-	gw_peers_hello(&prx->hello, &msg);
+	__atomic_store_n(&prx->rv->heard[h->src_node], prx->now, __ATOMIC_RELAXED);
+	gw_peers_post_hello(&prx->hello, &msg);
 }
 
 /* A DATA frame: to its lane's owner, which is us if nobody else was first. */
@@ -82,14 +101,15 @@ static void on_data(struct gw_port_rx *prx, struct gw_peer *p, const struct gw_h
 					 __ATOMIC_RELAXED, __ATOMIC_RELAXED) &&
 	    owner != mine) {
 		struct gw_handoff f = { .m = m, .h = *h };
-		prx->st->lane_handoffs++;
-		if (rte_ring_sp_enqueue_elem(prx->handoff[owner - 1], &f, sizeof(f)) != 0) {
-			prx->st->tx_stalls++; /* its sender will send it again */
+		if (rte_ring_sp_enqueue_elem(prx->handoff[owner - 1], &f, sizeof(f)) == 0) {
+			prx->st->lane_handoffs++;
+		} else {
+			prx->st->handoffs_lost++; /* its sender will send it again */
 			rte_pktmbuf_free(m);
 		}
 		return;
 	}
-	gw_receiver_data(prx->rv, p, h, m);
+	gw_receiver_accept(prx->rv, p, h, m);
 }
 
 static void on_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
@@ -126,13 +146,13 @@ static void on_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
 		rte_pktmbuf_free(m);
 		return;
 	}
-	prx->rv->heard[h.src_node] = prx->now;
+	__atomic_store_n(&prx->rv->heard[h.src_node], prx->now, __ATOMIC_RELAXED);
 	if (h.type == GW_FT_ACK) {
 		struct gw_ack ack;
 		prx->st->ack_frames++;
 		if (h.lane >= prx->nworkers || gw_wire_ack_get(pl, h.len, &ack) < 0)
 			prx->st->bad_frames++;
-		else if (gw_worker_ack(&prx->workers[h.lane], h.src_node, &ack) < 0)
+		else if (gw_worker_post_ack(&prx->workers[h.lane], h.src_node, &ack, prx->now) < 0)
 			prx->st->tx_stalls++; /* a later ACK says the same and more */
 		rte_pktmbuf_free(m);
 		return;
@@ -151,25 +171,51 @@ static bool is_gridwire(const struct gw_port_rx *prx, const struct rte_mbuf *m)
 	       (uint16_t)(p[36] << 8 | p[37]) == prx->node->self.port;
 }
 
-/* A received frame, as it came off the link: its tag checked when [auth]
- * is on (and taken off), then on to on_frame. */
-static void rx_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
+/* A verified frame of one of this receiver's slots: seen before? */
+static void auth_accept(struct gw_port_rx *prx, struct rte_mbuf *m,
+			const struct gw_auth_seen *seen)
 {
-	if (prx->node->auth_on && is_gridwire(prx, m)) {
-		int n = gw_auth_open(&prx->auth, rte_pktmbuf_mtod(m, uint8_t *), m->data_len);
-		if (n < 0) {
-			if (n == -EALREADY)
-				prx->st->auth_replayed++;
-			else
-				prx->st->auth_forged++;
-			prx->st->rx_frames++;
-			rte_pktmbuf_free(m);
-			return;
-		}
-		m->data_len = (uint16_t)n;
-		m->pkt_len = (uint32_t)n;
+	if (gw_auth_accept(&prx->auth, seen) < 0) {
+		prx->st->auth_replayed++;
+		prx->st->rx_frames++;
+		rte_pktmbuf_free(m);
+		return;
 	}
 	on_frame(prx, m);
+}
+
+/* A received frame, as it came off the link: its tag checked when [auth]
+ * is on (and taken off), its counter by its slot's owner, then on to
+ * on_frame. */
+static void rx_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
+{
+	if (!prx->node->auth_on || !is_gridwire(prx, m)) {
+		on_frame(prx, m);
+		return;
+	}
+	struct gw_auth_seen seen;
+	int n = gw_auth_verify(prx->node->auth_key, rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
+			       &seen);
+	if (n < 0) {
+		prx->st->auth_forged++;
+		prx->st->rx_frames++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	m->data_len = (uint16_t)n;
+	m->pkt_len = (uint32_t)n;
+	struct rte_ring *owner = prx->auth_out[seen.slot % prx->nrecv];
+	if (!owner) {
+		auth_accept(prx, m, &seen);
+		return;
+	}
+	struct gw_auth_handoff f = { .m = m, .seen = seen };
+	if (rte_ring_sp_enqueue_elem(owner, &f, sizeof(f)) == 0) {
+		prx->st->auth_handoffs++;
+	} else {
+		prx->st->handoffs_lost++;
+		rte_pktmbuf_free(m);
+	}
 }
 
 /*
@@ -228,5 +274,13 @@ bool gw_port_rx_step(struct gw_port_rx *prx, uint64_t now)
 	}
 	for (struct rte_mbuf *m; prx->fault_on && (m = gw_fault_release(&prx->fault, now));)
 		rx_frame(prx, m);
+	for (unsigned i = 0; i < prx->nauth_in; i++) {
+		struct gw_auth_handoff f[GW_RX_BURST];
+		unsigned n = rte_ring_sc_dequeue_burst_elem(prx->auth_in[i], f, sizeof(f[0]),
+							    GW_RX_BURST, NULL);
+		for (unsigned k = 0; k < n; k++)
+			auth_accept(prx, f[k].m, &f[k].seen);
+		work |= n > 0;
+	}
 	return work;
 }

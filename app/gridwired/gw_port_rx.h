@@ -5,6 +5,13 @@
  * dispatch: DATA to the lane's owner (this lcore's receiver, or another's
  * through a ring), ACKs to the worker of the lane (through its proxy),
  * HELLOs to the peers role (through its proxy).
+ *
+ * With [auth], each sender slot's replay window (lib/auth) belongs to one
+ * receiver, slot mod R: on the cable a sender's slot is its TX queue and
+ * so our RX queue, which that receiver polls. A tagged frame is verified
+ * where it arrives and, if its slot is another receiver's, handed there
+ * for the replay check: a replay steered to another queue still meets the
+ * one window that saw the original.
  */
 #ifndef GW_PORT_RX_H
 #define GW_PORT_RX_H
@@ -15,8 +22,15 @@
 
 #define GW_QUEUES_MAX GW_LCORES_MAX
 
+/* A verified frame handed to the receiver owning its sender's slot. */
+struct gw_auth_handoff {
+	struct rte_mbuf *m;
+	struct gw_auth_seen seen;
+};
+
+/* One per receiver, in an array: each starts a cache line of its own. */
 struct gw_port_rx {
-	const struct gw_node *node;
+	alignas(64) const struct gw_node *node;
 	uint16_t port;
 	uint16_t queues[GW_QUEUES_MAX];
 	unsigned nqueues;
@@ -27,15 +41,23 @@ struct gw_port_rx {
 	unsigned nworkers;
 	struct rte_ring *handoff[GW_RECEIVERS_MAX]; /* to each receiver (NULL: this one) */
 	struct gw_counters *st;    /* this lcore's */
-	struct gw_auth_rx auth;    /* its own replay windows */
+	struct gw_auth_rx auth;    /* its slots' replay windows */
+	unsigned nrecv;
+	struct rte_ring *auth_out[GW_RECEIVERS_MAX]; /* to each slot owner (NULL: this one) */
+	struct rte_ring *auth_in[GW_RECEIVERS_MAX];  /* from the others */
+	unsigned nauth_in;
 	struct gw_fault fault;     /* [fault] injection on received frames */
 	bool fault_on;
 	uint64_t now;
 };
 
+_Static_assert(sizeof(struct gw_port_rx) % 64 == 0, "whole cache lines");
+
 int gw_port_rx_init(struct gw_port_rx *prx, const struct gw_node *node, uint16_t port,
 		    struct gw_receiver *rv, struct gw_peers *peers, struct gw_counters *st);
 void gw_port_rx_fini(struct gw_port_rx *prx);
+/* A ring for the [auth] frames of this port RX's slots arriving at lcore `from`. */
+struct rte_ring *gw_port_rx_add_auth_in(struct gw_port_rx *prx, unsigned from);
 bool gw_port_rx_step(struct gw_port_rx *prx, uint64_t now);
 
 #endif

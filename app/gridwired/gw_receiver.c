@@ -25,7 +25,7 @@ void gw_receiver_init(struct gw_receiver *rv, uint8_t id, const struct gw_node *
 	rv->st = st;
 }
 
-struct rte_ring *gw_receiver_handoff_ring(struct gw_receiver *rv, unsigned from)
+struct rte_ring *gw_receiver_add_handoff(struct gw_receiver *rv, unsigned from)
 {
 	char name[32];
 	snprintf(name, sizeof(name), "gw_handoff%u_%u", from, rv->id);
@@ -55,7 +55,7 @@ void gw_receiver_fini(struct gw_receiver *rv)
 	rv->nhandoff = rv->nloops = 0;
 }
 
-void gw_receiver_data(struct gw_receiver *rv, struct gw_peer *p, const struct gw_hdr *h,
+void gw_receiver_accept(struct gw_receiver *rv, struct gw_peer *p, const struct gw_hdr *h,
 		      struct rte_mbuf *m)
 {
 	switch (gw_lane_rx_accept(&p->rx[h->lane], h, m)) {
@@ -93,7 +93,7 @@ static bool dest_hold(struct gw_receiver *rv, struct gw_client *cl)
 static int deliver_reject(struct gw_receiver *rv, uint16_t node, uint16_t chan_id, uint32_t ep,
 			  uint32_t msg_id, int err, struct gw_client **dst)
 {
-	struct gw_client *cl = gw_control_client(rv->ctl, chan_id);
+	struct gw_client *cl = gw_control_find_client(rv->ctl, chan_id);
 	if (!cl) {
 		rv->st->rejects_lost++; /* the sender has left */
 		return 0;
@@ -134,7 +134,7 @@ static int reject_queue(struct gw_receiver *rv, uint16_t node, const struct gw_r
 		.node = node, .target = rv->node->cfg->node_id, .src_chan = r->src_chan,
 		.dst_ep = r->dst_ep, .msg_id = r->msg_id, .err = err,
 	};
-	return gw_worker_reject(&rv->workers[r->src_chan % rv->nworkers], &rj);
+	return gw_worker_post_reject(&rv->workers[r->src_chan % rv->nworkers], &rj);
 }
 
 /*
@@ -156,7 +156,7 @@ static int deliver_rec(struct gw_receiver *rv, uint16_t src, const struct gw_rec
 		return deliver_reject(rv, rj.node ? rj.node : src, r->src_chan, r->dst_ep, r->msg_id,
 				      rj.err, dst);
 	}
-	struct gw_client *cl = gw_control_endpoint(rv->ctl, r->dst_ep);
+	struct gw_client *cl = gw_control_find_endpoint(rv->ctl, r->dst_ep);
 	if (!cl) {
 		int rc = reject_queue(rv, src, r, -ENOENT);
 		rv->st->reject_unknown_ep += rc == 0;
@@ -227,14 +227,14 @@ static bool deliver_frame(struct gw_receiver *rv, uint16_t src, struct rte_mbuf 
 
 static void ack_send(struct gw_receiver *rv, uint16_t node, struct gw_peer *p, unsigned l)
 {
-	struct rte_mbuf *a = gw_tx_alloc(rv->node, rv->st);
+	struct rte_mbuf *a = gw_txq_alloc(rv->txq);
 	if (!a)
 		return; /* still due: the next step tries again */
 	struct gw_ack ack;
 	gw_lane_rx_ack(&p->rx[l], &ack);
 	struct gw_hdr h = { .type = GW_FT_ACK, .dst_node = node, .lane = (uint16_t)l };
 	h.len = (uint32_t)gw_wire_ack_put(rte_pktmbuf_mtod(a, uint8_t *) + GW_FRAME_MIN, &ack);
-	gw_tx_send(rv->node, rv->txq, a, &p->addr, &h);
+	gw_txq_send(rv->txq, a, &p->addr, &h);
 }
 
 /* The lanes this receiver owns: deliver what is in order, ack it. */
@@ -292,7 +292,7 @@ static bool take_handoffs(struct gw_receiver *rv)
 		struct gw_handoff f[32];
 		unsigned n = rte_ring_sc_dequeue_burst_elem(rv->handoff[i], f, sizeof(f[0]), 32, NULL);
 		for (unsigned k = 0; k < n; k++)
-			gw_receiver_data(rv, &rv->peers->peer[f[k].h.src_node], &f[k].h, f[k].m);
+			gw_receiver_accept(rv, &rv->peers->peer[f[k].h.src_node], &f[k].h, f[k].m);
 		total += n;
 	}
 	return total > 0;
@@ -311,7 +311,8 @@ uint64_t gw_receiver_pending(const struct gw_receiver *rv)
 {
 	uint64_t n = 0;
 	for (unsigned i = 0; i < rv->nloops; i++)
-		n += rte_ring_count(rv->loops[i].ring) + (rv->loops[i].head != NULL);
+		n += rte_ring_count(rv->loops[i].ring) +
+		     (__atomic_load_n(&rv->loops[i].head, __ATOMIC_RELAXED) != NULL);
 	for (unsigned i = 0; i < rv->nhandoff; i++)
 		n += rte_ring_count(rv->handoff[i]);
 	return n;

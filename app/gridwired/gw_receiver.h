@@ -20,7 +20,7 @@
 
 #include "gw_control.h"
 #include "gw_peers.h"
-#include "gw_tx.h"
+#include "gw_txq.h"
 #include "gw_worker.h"
 
 /* A frame handed from another lcore's port RX to the lane's owner. */
@@ -36,8 +36,9 @@ struct gw_loop {
 	uint32_t cursor;
 };
 
+/* One per receiver, in an array: each starts a cache line of its own. */
 struct gw_receiver {
-	uint8_t id; /* its RX part in every channel; its lanes' owner mark is id + 1 */
+	alignas(64) uint8_t id; /* its RX part in every channel; its lanes' owner mark is id + 1 */
 	const struct gw_node *node;
 	struct gw_peers *peers;
 	struct gw_control *ctl;
@@ -54,15 +55,17 @@ struct gw_receiver {
 	alignas(64) uint64_t heard[GW_MAX_NODES];
 };
 
+_Static_assert(sizeof(struct gw_receiver) % 64 == 0, "whole cache lines");
+
 void gw_receiver_init(struct gw_receiver *rv, uint8_t id, const struct gw_node *node,
 		      struct gw_peers *peers, struct gw_control *ctl,
 		      struct gw_worker_proxy *workers, unsigned nworkers, struct gw_txq *txq,
 		      struct gw_counters *st);
 void gw_receiver_fini(struct gw_receiver *rv);
 /* A ring for DATA frames of this receiver's lanes that arrive at lcore `from`. */
-struct rte_ring *gw_receiver_handoff_ring(struct gw_receiver *rv, unsigned from);
+struct rte_ring *gw_receiver_add_handoff(struct gw_receiver *rv, unsigned from);
 /* A DATA frame of one of its lanes, off the wire: taken (stored or freed). */
-void gw_receiver_data(struct gw_receiver *rv, struct gw_peer *p, const struct gw_hdr *h,
+void gw_receiver_accept(struct gw_receiver *rv, struct gw_peer *p, const struct gw_hdr *h,
 		      struct rte_mbuf *m);
 bool gw_receiver_step(struct gw_receiver *rv, uint64_t now);
 /* Loopback frames and handed-off frames not yet delivered. */

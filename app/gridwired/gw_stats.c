@@ -176,7 +176,8 @@ static int cmd_client(const char *cmd, const char *params, struct rte_tel_data *
 	    !(slot = __atomic_load_n(&gw->ctl.chan_slot[id], __ATOMIC_ACQUIRE)))
 		return -EINVAL;
 	const struct gw_client *cl = &gw->ctl.clients[slot - 1];
-	/* The published directory: the control role copies before it edits. */
+	/* The published directory. Telemetry is no rte_rcu_qsbr reader, so the
+	 * control role may be rewriting this copy: only the count can tear. */
 	const struct gw_dir *dir = __atomic_load_n(&gw->ctl.dir, __ATOMIC_ACQUIRE);
 	unsigned eps = 0;
 	for (unsigned i = 0; i < GW_DIR_SLOTS; i++)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The worker role: see gw_worker.h. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,7 +33,7 @@ static int batch_open(void *ctx, uint16_t node, struct gw_batch_frame *f)
 		if (!gw_lane_tx_open(&p->tx[w->lane]) || w->txq->n >= GW_TXQ_MAX - 1)
 			return -EAGAIN;
 	}
-	struct rte_mbuf *m = gw_tx_alloc(w->node, w->st);
+	struct rte_mbuf *m = gw_txq_alloc(w->txq);
 	if (!m)
 		return -EAGAIN;
 	f->handle = m;
@@ -68,7 +69,7 @@ static void batch_ship(void *ctx, struct gw_batch_frame *f)
 	/* The lane keeps the frame for retransmission; the NIC frees its own
 	 * reference once sent. */
 	rte_mbuf_refcnt_update(m, 1);
-	gw_tx_send(w->node, w->txq, m, &p->addr, &h);
+	gw_txq_send(w->txq, m, &p->addr, &h);
 	gw_lane_tx_push(tx, m, w->now);
 	tx->msgs += f->nrec;
 	w->st->msgs_out += f->nrec;
@@ -196,9 +197,9 @@ static void command(struct gw_worker *w, const struct gw_cmd *cmd)
 	__atomic_store_n(cmd->released, 1, __ATOMIC_RELEASE);
 }
 
-static void on_ack(struct gw_worker *w, const struct gw_ack_msg *a)
+static void on_ack(struct gw_worker *w, const struct gw_ack_msg *a, uint64_t now)
 {
-	gw_lane_tx_ack(&w->peers->peer[a->node].tx[w->lane], &a->ack, w->now);
+	gw_lane_tx_ack(&w->peers->peer[a->node].tx[w->lane], &a->ack, now);
 }
 
 /* What the other lcores' proxies queued: commands, ACKs. */
@@ -215,7 +216,7 @@ static bool inbox(struct gw_worker *w)
 		struct gw_ack_msg a[32];
 		unsigned n = rte_ring_sc_dequeue_burst_elem(px->acks, a, sizeof(a[0]), 32, NULL);
 		for (unsigned k = 0; k < n; k++)
-			on_ack(w, &a[k]);
+			on_ack(w, &a[k], w->now);
 		total += n;
 	}
 	return total > 0;
@@ -271,7 +272,8 @@ bool gw_worker_step(struct gw_worker *w, uint64_t now)
 uint64_t gw_worker_pending(const struct gw_worker *w)
 {
 	const struct gw_peers *ps = w->peers;
-	uint64_t n = w->has_pending_rej + !__atomic_load_n(&w->drain_seen, __ATOMIC_ACQUIRE);
+	uint64_t n = __atomic_load_n(&w->has_pending_rej, __ATOMIC_RELAXED) +
+		     !__atomic_load_n(&w->drain_seen, __ATOMIC_ACQUIRE);
 	unsigned known = gw_peers_known(ps);
 	for (unsigned k = 0; k < known; k++)
 		n += gw_lane_tx_inflight(&ps->peer[ps->known[k]].tx[w->lane]);
@@ -304,30 +306,41 @@ void gw_worker_fini(struct gw_worker *w)
 	w->chans = NULL;
 }
 
-void gw_worker_proxy_direct(struct gw_worker_proxy *px, struct gw_worker *w)
+int gw_worker_proxy_init(struct gw_worker_proxy *px, struct gw_worker *w, unsigned from,
+			 bool same, unsigned what)
 {
+	static const struct {
+		unsigned what;
+		const char *name;
+		unsigned elem, count;
+		size_t off;
+	} rings[] = {
+		{ GW_PROXY_ACKS, "ack", sizeof(struct gw_ack_msg), GW_INBOX,
+		  offsetof(struct gw_worker_proxy, acks) },
+		{ GW_PROXY_REJECTS, "rej", sizeof(struct gw_reject), GW_REJECTQ,
+		  offsetof(struct gw_worker_proxy, rejects) },
+		{ GW_PROXY_CMDS, "cmd", sizeof(struct gw_cmd), GW_CMDQ,
+		  offsetof(struct gw_worker_proxy, cmds) },
+	};
 	memset(px, 0, sizeof(*px));
-	px->direct = w;
-}
-
-int gw_worker_proxy_rings(struct gw_worker_proxy *px, struct gw_worker *w, unsigned from)
-{
-	char name[32];
-	memset(px, 0, sizeof(*px));
-	snprintf(name, sizeof(name), "gw_ack%u_%u", from, w->lane);
-	px->acks = rte_ring_create_elem(name, sizeof(struct gw_ack_msg), GW_INBOX, SOCKET_ID_ANY,
-					RING_F_SP_ENQ | RING_F_SC_DEQ);
-	snprintf(name, sizeof(name), "gw_rej%u_%u", from, w->lane);
-	px->rejects = rte_ring_create_elem(name, sizeof(struct gw_reject), GW_REJECTQ,
-					   SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	snprintf(name, sizeof(name), "gw_cmd%u_%u", from, w->lane);
-	px->cmds = rte_ring_create_elem(name, sizeof(struct gw_cmd), GW_CMDQ, SOCKET_ID_ANY,
-					RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (!px->acks || !px->rejects || !px->cmds) {
-		gw_worker_proxy_fini(px);
-		return -ENOMEM;
+	if (same)
+		px->direct = w;
+	for (unsigned i = 0; i < sizeof(rings) / sizeof(rings[0]); i++) {
+		/* On the worker's own lcore only REJECTs need a ring. */
+		if (!(what & rings[i].what) || (same && rings[i].what != GW_PROXY_REJECTS))
+			continue;
+		char name[32];
+		snprintf(name, sizeof(name), "gw_%s%u_%u", rings[i].name, from, w->lane);
+		struct rte_ring *r = rte_ring_create_elem(name, rings[i].elem, rings[i].count,
+							  SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (!r) {
+			gw_worker_proxy_fini(px);
+			return -ENOMEM;
+		}
+		*(struct rte_ring **)((char *)px + rings[i].off) = r;
 	}
-	w->in[w->nin++] = px;
+	if (px->acks || px->rejects || px->cmds)
+		w->in[w->nin++] = px;
 	return 0;
 }
 
@@ -339,29 +352,23 @@ void gw_worker_proxy_fini(struct gw_worker_proxy *px)
 	memset(px, 0, sizeof(*px));
 }
 
-int gw_worker_ack(struct gw_worker_proxy *px, uint16_t node, const struct gw_ack *ack)
+int gw_worker_post_ack(struct gw_worker_proxy *px, uint16_t node, const struct gw_ack *ack,
+		       uint64_t now)
 {
 	struct gw_ack_msg a = { .node = node, .ack = *ack };
 	if (px->direct) {
-		on_ack(px->direct, &a);
+		on_ack(px->direct, &a, now);
 		return 0;
 	}
 	return rte_ring_sp_enqueue_elem(px->acks, &a, sizeof(a)) == 0 ? 0 : -ENOBUFS;
 }
 
-int gw_worker_reject(struct gw_worker_proxy *px, const struct gw_reject *rj)
+int gw_worker_post_reject(struct gw_worker_proxy *px, const struct gw_reject *rj)
 {
-	if (!px->direct)
-		return rte_ring_sp_enqueue_elem(px->rejects, (void *)rj, sizeof(*rj)) == 0 ? 0 : -EBUSY;
-	int rc = reject_add(px->direct, rj);
-	if (rc == -EAGAIN)
-		return -EBUSY;
-	if (rc < 0)
-		px->direct->st->rejects_lost++; /* its node is down: its sender went with it */
-	return 0;
+	return rte_ring_sp_enqueue_elem(px->rejects, (void *)rj, sizeof(*rj)) == 0 ? 0 : -EBUSY;
 }
 
-int gw_worker_cmd(struct gw_worker_proxy *px, const struct gw_cmd *cmd)
+int gw_worker_post_cmd(struct gw_worker_proxy *px, const struct gw_cmd *cmd)
 {
 	if (px->direct) {
 		command(px->direct, cmd);

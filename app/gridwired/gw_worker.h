@@ -8,7 +8,10 @@
  *
  * Other roles reach a worker only through a proxy (struct
  * gw_worker_proxy): rings when they run on another lcore, a direct call
- * when they share the worker's (as Aeron's driver proxies do).
+ * when they share the worker's (as Aeron's driver proxies do). REJECTs
+ * always go through a ring: one that cannot go yet (its lane is full)
+ * waits there, and the receiver that owes it delivers on meanwhile, which
+ * two gateways owing each other REJECTs need.
  */
 #ifndef GW_WORKER_H
 #define GW_WORKER_H
@@ -18,7 +21,7 @@
 #include "gw_batch.h"
 #include "gw_chan.h"
 #include "gw_peers.h"
-#include "gw_tx.h"
+#include "gw_txq.h"
 
 #define GW_HIST_BUCKETS 7 /* 1, 2-3, 4-7, 8-15, 16-31, 32-63, 64+ messages per frame */
 
@@ -49,16 +52,23 @@ struct gw_cmd {
 
 struct gw_worker;
 
+/* What a proxy carries: a receiver's lcore ACKs and REJECTs, the main
+ * lcore channel commands (and both, when it is a receiver's too). */
+#define GW_PROXY_ACKS 1u
+#define GW_PROXY_REJECTS 2u
+#define GW_PROXY_CMDS 4u
+
 /* One lcore's way into one worker. */
 struct gw_worker_proxy {
-	struct gw_worker *direct; /* the same lcore: calls */
-	struct rte_ring *acks;    /* else: struct gw_ack_msg, from a receiver */
-	struct rte_ring *rejects; /* struct gw_reject, from a receiver */
-	struct rte_ring *cmds;    /* struct gw_cmd, from the control role */
+	struct gw_worker *direct; /* the same lcore: ACKs and commands are calls */
+	struct rte_ring *acks;    /* else: struct gw_ack_msg */
+	struct rte_ring *rejects; /* struct gw_reject, on the same lcore too */
+	struct rte_ring *cmds;    /* struct gw_cmd, unless direct */
 };
 
+/* One per lane, in an array: each starts a cache line of its own. */
 struct gw_worker {
-	const struct gw_node *node;
+	alignas(64) const struct gw_node *node;
 	struct gw_peers *peers;
 	uint16_t lane;
 	struct gw_txq *txq;         /* its lcore's */
@@ -80,6 +90,8 @@ struct gw_worker {
 	uint64_t now;
 };
 
+_Static_assert(sizeof(struct gw_worker) % 64 == 0, "whole cache lines");
+
 int gw_worker_init(struct gw_worker *w, const struct gw_node *node, struct gw_peers *peers,
 		   uint16_t lane, struct gw_txq *txq, struct gw_counters *st, struct rte_ring *loop);
 void gw_worker_fini(struct gw_worker *w);
@@ -87,15 +99,18 @@ bool gw_worker_step(struct gw_worker *w, uint64_t now);
 /* Frames sent and not yet acknowledged, REJECTs not yet sent. */
 uint64_t gw_worker_pending(const struct gw_worker *w);
 
-/* A proxy from another lcore (rings made here), or from the worker's own. */
-int gw_worker_proxy_rings(struct gw_worker_proxy *px, struct gw_worker *w, unsigned from);
-void gw_worker_proxy_direct(struct gw_worker_proxy *px, struct gw_worker *w);
+/* The proxy from lcore `from` (same: the worker's own) carrying `what`
+ * (GW_PROXY_*); its rings are made here. */
+int gw_worker_proxy_init(struct gw_worker_proxy *px, struct gw_worker *w, unsigned from,
+			 bool same, unsigned what);
 void gw_worker_proxy_fini(struct gw_worker_proxy *px);
-/* An ACK: lost when the ring is full (a later ACK says the same and more). */
-int gw_worker_ack(struct gw_worker_proxy *px, uint16_t node, const struct gw_ack *ack);
+/* An ACK taken at now: lost when the ring is full (a later ACK says the
+ * same and more). */
+int gw_worker_post_ack(struct gw_worker_proxy *px, uint16_t node, const struct gw_ack *ack,
+		       uint64_t now);
 /* A REJECT to send: -EBUSY when it cannot be taken yet (try again). */
-int gw_worker_reject(struct gw_worker_proxy *px, const struct gw_reject *rj);
+int gw_worker_post_reject(struct gw_worker_proxy *px, const struct gw_reject *rj);
 /* A channel command: -EBUSY when it cannot be taken yet (try again). */
-int gw_worker_cmd(struct gw_worker_proxy *px, const struct gw_cmd *cmd);
+int gw_worker_post_cmd(struct gw_worker_proxy *px, const struct gw_cmd *cmd);
 
 #endif

@@ -86,7 +86,7 @@ static void peer_up(void)
 	struct gw_peers_proxy px = { .direct = &peers };
 	struct gw_hello_msg h = { .node = PEER, .epoch = 0x1234567u, .addr = { .ip = 2, .port = 47000 } };
 	snprintf(h.name, sizeof(h.name), "peer");
-	gw_peers_hello(&px, &h);
+	gw_peers_post_hello(&px, &h);
 	if (!gw_peers_ready(&peers, PEER))
 		die("peer lanes", -ENOMEM);
 }
@@ -115,12 +115,14 @@ static void worker_up(void)
 	int rc = gw_worker_init(&worker, &node, &peers, 0, &txq, &st, loop);
 	if (!loop || rc < 0)
 		die("worker", rc ? rc : -ENOMEM);
-	gw_worker_proxy_direct(&wpx, &worker);
+	if (gw_worker_proxy_init(&wpx, &worker, 0, true,
+				 GW_PROXY_ACKS | GW_PROXY_REJECTS | GW_PROXY_CMDS) < 0)
+		die("worker proxy", -ENOMEM);
 	static uint32_t released;
 	for (unsigned i = 0; i < CLIENTS; i++) {
 		chan_pair(&wgw[i], &wcl[i], (uint16_t)(i + 1));
 		struct gw_cmd cmd = { .op = GW_CMD_ADD, .chan = &wgw[i], .released = &released };
-		gw_worker_cmd(&wpx, &cmd);
+		gw_worker_post_cmd(&wpx, &cmd);
 	}
 }
 
@@ -131,7 +133,7 @@ static void ack_all(void)
 	if (tx->una == tx->nxt)
 		return;
 	struct gw_ack a = { .acked_epoch = tx->epoch, .cum = tx->nxt };
-	gw_worker_ack(&wpx, PEER, &a);
+	gw_worker_post_ack(&wpx, PEER, &a, gw_clock_ns());
 }
 
 static void worker_run(unsigned size, bool shown)
@@ -245,7 +247,7 @@ static void receiver_run(unsigned size, bool shown)
 					  node.self.port, &h, &pl, &from) < 0)
 				die("a frame did not parse", -EPROTO);
 			m[i]->pkt_len = m[i]->data_len = (uint16_t)(GW_FRAME_MIN + h.len);
-			gw_receiver_data(&rv, &peers.peer[PEER], &h, m[i]);
+			gw_receiver_accept(&rv, &peers.peer[PEER], &h, m[i]);
 			if (i % 32 == 31)
 				gw_receiver_step(&rv, gw_clock_ns());
 		}

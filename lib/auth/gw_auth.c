@@ -126,7 +126,8 @@ static int window_accept(struct gw_auth_window *w, uint64_t ctr)
 	return 0;
 }
 
-int gw_auth_open(struct gw_auth_rx *rx, uint8_t *frame, size_t len)
+int gw_auth_verify(const struct gw_auth_key *key, uint8_t *frame, size_t len,
+		   struct gw_auth_seen *seen)
 {
 	if (len < GW_FRAME_MIN + GW_AUTH_TRAILER)
 		return -EBADMSG;
@@ -147,12 +148,27 @@ int gw_auth_open(struct gw_auth_rx *rx, uint8_t *frame, size_t len)
 	uint8_t none[1] = { 0 };
 	if (crypto_aead_chacha20poly1305_ietf_decrypt_detached(
 		    none, NULL, none, 0, tr + 16, frame + GW_OUTER_HLEN, t + 16 - GW_OUTER_HLEN,
-		    nonce, rx->key->k) != 0)
+		    nonce, key->k) != 0)
 		return -EBADMSG;
-	/* Only a genuine frame may move the window. */
-	int rc = window_accept(&rx->win[node * GW_AUTH_SLOTS + slot], ctr);
-	if (rc < 0)
-		return rc;
+	seen->node = node;
+	seen->slot = slot;
+	seen->counter = ctr;
 	gw_wire_set_ip_len(frame, (uint16_t)(t - GW_ETH_HLEN));
 	return (int)t;
+}
+
+int gw_auth_accept(struct gw_auth_rx *rx, const struct gw_auth_seen *seen)
+{
+	return window_accept(&rx->win[seen->node * GW_AUTH_SLOTS + seen->slot], seen->counter);
+}
+
+int gw_auth_open(struct gw_auth_rx *rx, uint8_t *frame, size_t len)
+{
+	struct gw_auth_seen seen;
+	int n = gw_auth_verify(rx->key, frame, len, &seen);
+	/* Only a genuine frame may move the window. */
+	if (n < 0)
+		return n;
+	int rc = gw_auth_accept(rx, &seen);
+	return rc < 0 ? rc : n;
 }

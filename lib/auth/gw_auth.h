@@ -76,4 +76,20 @@ void gw_auth_rx_fini(struct gw_auth_rx *rx);
  */
 int gw_auth_open(struct gw_auth_rx *rx, uint8_t *frame, size_t len);
 
+/*
+ * gw_auth_open in two steps, for a gateway whose receivers share the
+ * senders' slots out (each slot's window has one owner): the tag checked
+ * and stripped wherever the frame arrived, the replay window of its
+ * sender's slot consulted by that window's owner.
+ */
+struct gw_auth_seen {
+	uint16_t node;
+	uint8_t slot;
+	uint64_t counter;
+};
+int gw_auth_verify(const struct gw_auth_key *key, uint8_t *frame, size_t len,
+		   struct gw_auth_seen *seen);
+/* 0, or -EALREADY for a counter seen before or too old. */
+int gw_auth_accept(struct gw_auth_rx *rx, const struct gw_auth_seen *seen);
+
 #endif

@@ -238,7 +238,8 @@ static inline int gw_chan_send(struct gw_chan *c, uint16_t node, uint32_t ep, co
 
 /* Next received descriptor and its payload; -EAGAIN when empty. */
 int gw_chan_recv(struct gw_chan *c, struct gw_chan_desc *d, const uint8_t **data);
-/* Release what gw_chan_recv returned. */
+/* Release what gw_chan_recv returned, before the next gw_chan_recv: the
+ * release goes to the part that receive came from. */
 void gw_chan_recv_done(struct gw_chan *c, const struct gw_chan_desc *d);
 
 /* Has the gateway closed the control socket (it died or cut us off)? */

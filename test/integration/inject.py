@@ -2,8 +2,9 @@
 """Fire bad frames at a gateway from outside: an AF_PACKET socket on the
 given interfaces (run inside the sending namespace). A replay attack in two
 steps: --capture IFACE[,IFACE] N FILE saves N gridwire frames arriving there (in
-the receiving namespace), --send FILE IFACE sends them again from the other
-side. Kinds, in turn:
+the receiving namespace), --send FILE IFACE [STEER] sends them again from the
+other side, each STEER times from as many UDP source ports (the outer
+headers are not authenticated: a replay can be steered to another RX queue). Kinds, in turn:
 random bytes, every truncation of a valid frame, valid UDP to the gridwire
 port with junk after it, valid-CRC frames from a node nobody configured,
 and frames whose CRC is wrong. Prints how many frames it sent."""
@@ -94,16 +95,21 @@ def capture(ifaces, n, path):
     return min(n, len(got))
 
 
-def send_file(path, iface):
+def send_file(path, iface, steer=1):
     """Send again the frames capture() saved: the receiver has seen them all."""
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     s.bind((iface, 0))
     data, n = open(path, "rb").read(), 0
     while data:
         (length,) = struct.unpack("<I", data[:4])
-        s.send(data[4:4 + length])
+        frame = bytearray(data[4:4 + length])
+        (sport,) = struct.unpack(">H", frame[34:36])
+        for k in range(steer):
+            frame[34:36] = struct.pack(">H", (sport + 8 * k) & 0xFFFF)
+            frame[40:42] = b"\0\0"  # no UDP checksum, as gridwire sends
+            s.send(bytes(frame))
+            n += 1
         data = data[4 + length:]
-        n += 1
     return n
 
 
@@ -112,7 +118,7 @@ def main():
         print(capture(sys.argv[2].split(","), int(sys.argv[3]), sys.argv[4]))
         return
     if sys.argv[1] == "--send":
-        print(send_file(sys.argv[2], sys.argv[3]))
+        print(send_file(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 1))
         return
     n = int(sys.argv[1])
     ifaces = sys.argv[2:]

@@ -7,6 +7,10 @@
 # dropped and counted, every real message delivered once and in order.
 # The cost is measured on the default link (the cable); the attack runs
 # on the veths, where frames can be captured and injected from outside.
+# Then again pooled (2 workers, 2 receivers a gateway), each replay sent
+# from 4 UDP source ports so that most land on another receiver's queue
+# than the original did: the slot's one replay window still refuses them
+# (had each receiver its own windows, they would pass as duplicates).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
@@ -21,25 +25,33 @@ on=$("$pair" --procs 4 --writers 250 --msgs 2000 --set "auth.key_file=$work/key"
 
 export GW_LINK=veth
 gw_ns_up >/dev/null
-gw_pair_bg "$work/pair.out" --procs 2 --writers 100 --msgs 12000 --rate 100000 \
-    --set "auth.key_file=$work/key"
-pid=$GW_PID_PAIR
-sleep 1
-# Replay: frames beta has already accepted, captured as they arrived, sent again.
-ip netns exec gwb python3 "$ROOT/test/integration/inject.py" --capture veth-b0,veth-b1 300 \
-    "$work/kit" >/dev/null
-[[ -s $work/kit ]] || gw_die "captured no frame to replay (is the run still going? $(tail -2 "$work/pair.out"))"
-replayed=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" --send "$work/kit" veth-a0)
-forged=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" 2000 veth-a0 veth-a1)
-kill -0 "$pid" || gw_die "the run ended before the attack was over: make it longer"
-gw_log "fired $forged forged and $replayed replayed frames at beta"
-wait "$pid" || true
-attacked=$(tail -1 "$work/pair.out")
+attack() { # OUT STEER: a verified run at beta with replays and forgeries fired at it
+    gw_pair_bg "$work/pair.out" --procs 2 --writers 100 --msgs 12000 --rate 100000 \
+        --set "auth.key_file=$work/key"
+    local pid=$GW_PID_PAIR
+    sleep 1
+    # Replay: frames beta has already accepted, captured as they arrived, sent again.
+    rm -f "$work/kit"
+    ip netns exec gwb python3 "$ROOT/test/integration/inject.py" --capture veth-b0,veth-b1 300 \
+        "$work/kit" >/dev/null
+    [[ -s $work/kit ]] || gw_die "captured no frame to replay (is the run still going? $(tail -2 "$work/pair.out"))"
+    replayed=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" --send "$work/kit" veth-a0 "$2")
+    forged=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" 2000 veth-a0 veth-a1)
+    kill -0 "$pid" || gw_die "the run ended before the attack was over: make it longer"
+    gw_log "fired $forged forged and $replayed replayed frames at beta"
+    wait "$pid" || true
+    tail -1 "$work/pair.out" >"$1"
+}
+attack "$work/attacked" 1
+attacked=$(cat "$work/attacked") replayed1=$replayed
+GW_WORKERS=2 GW_RECEIVERS=2 attack "$work/pooled" 4
+pooled=$(cat "$work/pooled")
 
-python3 - "$off" "$on" "$attacked" "$replayed" <<'PY' || fail=1
+python3 - "$off" "$on" "$attacked" "$replayed1" "$pooled" "$replayed" <<'PY' || fail=1
 import json, sys
 off, on, att = (json.loads(a) for a in sys.argv[1:4])
 replayed = int(sys.argv[4])
+pooled, replayed_pooled = json.loads(sys.argv[5]), int(sys.argv[6])
 def ok(js):
     return (js["delivered"] == js["sent"] and not js["duplicates"] and not js["order_violations"]
             and not js["sender_failed"])
@@ -56,6 +68,14 @@ if r["auth_forged"] == 0: bad.append("no forged frame counted")
 if r["auth_replayed"] == 0: bad.append("no replayed frame counted")
 if r["unknown_peer"] or r["bad_crc"]:
     bad.append("forged frames got past the tag check")
+rp = pooled["refused_at_beta"]
+print(f"pooled, replays steered: forged dropped {rp['auth_forged']}, replayed dropped "
+      f"{rp['auth_replayed']} (of {replayed_pooled} sent), duplicate frames {pooled['dup_frames']}; "
+      f"run {pooled['delivered']:,} of {pooled['sent']:,} delivered")
+if not ok(pooled): bad.append("the pooled attacked run lost, doubled or reordered messages")
+if rp["auth_replayed"] == 0: bad.append("pooled: no replayed frame counted")
+# A steered replay that passed the tag and window would reach its lane as a duplicate.
+if pooled["dup_frames"] > 10: bad.append(f"pooled: {pooled['dup_frames']} replays got past the replay check")
 print("FAIL: " + "; ".join(bad) if bad else "ok")
 sys.exit(1 if bad else 0)
 PY

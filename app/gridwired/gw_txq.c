@@ -4,7 +4,7 @@
 
 #include <rte_ethdev.h>
 
-#include "gw_tx.h"
+#include "gw_txq.h"
 
 #define GW_BOND_POLL_NS (10 * 1000 * 1000ull) /* bond mode 4 wants tx every <100 ms */
 
@@ -12,6 +12,7 @@ void gw_txq_init(struct gw_txq *q, const struct gw_node *node, uint16_t port, ui
 		 struct gw_counters *st, uint64_t auth_start)
 {
 	memset(q, 0, sizeof(*q));
+	q->node = node;
 	q->port = port;
 	q->queue = queue;
 	q->st = st;
@@ -56,17 +57,18 @@ void gw_txq_fini(struct gw_txq *q)
 	q->n = 0;
 }
 
-struct rte_mbuf *gw_tx_alloc(const struct gw_node *node, struct gw_counters *st)
+struct rte_mbuf *gw_txq_alloc(struct gw_txq *q)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(node->pool);
+	struct rte_mbuf *m = rte_pktmbuf_alloc(q->node->pool);
 	if (!m)
-		st->nombuf++;
+		q->st->nombuf++;
 	return m;
 }
 
-void gw_tx_send(const struct gw_node *node, struct gw_txq *q, struct rte_mbuf *m,
-		const struct gw_addr *dst, struct gw_hdr *h)
+void gw_txq_send(struct gw_txq *q, struct rte_mbuf *m, const struct gw_addr *dst,
+		 struct gw_hdr *h)
 {
+	const struct gw_node *node = q->node;
 	h->src_node = node->cfg->node_id;
 	h->epoch = node->epoch;
 	struct gw_addr src = node->self;

@@ -5,8 +5,8 @@
  * tagged, with [auth]) by the lcore that sends them, queued, and handed to
  * the PMD once per loop.
  */
-#ifndef GW_TX_H
-#define GW_TX_H
+#ifndef GW_TXQ_H
+#define GW_TXQ_H
 
 #include <rte_mbuf.h>
 
@@ -16,6 +16,7 @@
 #define GW_TXQ_MAX 256
 
 struct gw_txq {
+	const struct gw_node *node;
 	uint16_t port, queue;
 	struct gw_auth_tx auth; /* this lcore's counter (its slot is the queue) */
 	struct gw_counters *st; /* its lcore's */
@@ -34,9 +35,9 @@ void gw_txq_flush(struct gw_txq *q, uint64_t now);
 void gw_txq_fini(struct gw_txq *q);
 
 /* A frame to fill from GW_FRAME_MIN on; NULL (counted) when out of mbufs. */
-struct rte_mbuf *gw_tx_alloc(const struct gw_node *node, struct gw_counters *st);
+struct rte_mbuf *gw_txq_alloc(struct gw_txq *q);
 /* Seal a frame whose payload is in place and queue it for dst. */
-void gw_tx_send(const struct gw_node *node, struct gw_txq *q, struct rte_mbuf *m,
-		const struct gw_addr *dst, struct gw_hdr *h);
+void gw_txq_send(struct gw_txq *q, struct rte_mbuf *m, const struct gw_addr *dst,
+		 struct gw_hdr *h);
 
 #endif
