@@ -288,7 +288,13 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg, char *err
 	if ((rc = gw_stats_register(g)) < 0)
 		GW_LOG(WARNING, "telemetry commands not registered: %s", strerror(-rc));
 	prctl(PR_SET_TIMERSLACK, 1000UL); /* make short sleeps short */
-	gw_layout_log(&g->layout);
+	GW_LOG(INFO, "lcore layout: %u worker(s), %u receiver(s), %u queue pair(s)",
+	       g->layout.workers, g->layout.receivers, g->layout.n);
+	for (unsigned i = 0; i < g->layout.n; i++) {
+		char line[256];
+		gw_layout_describe(&g->layout, i, line, sizeof(line));
+		GW_LOG(INFO, "  %s", line);
+	}
 	if ((rc = launch(g, err, errlen)) < 0)
 		return rc;
 	char members[GW_CONFIG_MAX_MEMBERS * (GW_MEMBER_MAX + 2)] = "";

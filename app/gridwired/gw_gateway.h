@@ -55,6 +55,7 @@
  * its [auth] slot. */
 _Static_assert(GW_RECEIVERS_MAX <= GW_CHAN_RX_MAX, "an RX part for every receiver");
 _Static_assert(GW_LCORES_MAX <= GW_AUTH_SLOTS, "an auth slot for every lcore");
+_Static_assert(GW_LCORES_MAX == GW_LAYOUT_MAX, "one lcore per layout entry");
 
 struct gw_gateway;
 

@@ -244,16 +244,9 @@ static int cmd_lcore(const char *cmd, const char *params, struct rte_tel_data *d
 		return -EINVAL;
 	const struct gw_layout_entry *e = &gw->layout.e[i];
 	const struct gw_counters *st = &gw->lc[i].st;
-	char roles[64] = "", rxq[96] = "";
-	size_t n = 0;
-	if (e->main)
-		n += (size_t)snprintf(roles + n, sizeof(roles) - n, "main ");
-	if (e->worker >= 0)
-		n += (size_t)snprintf(roles + n, sizeof(roles) - n, "worker%d ", e->worker);
-	if (e->receiver >= 0)
-		snprintf(roles + n, sizeof(roles) - n, "receiver%d", e->receiver);
-	for (unsigned q = 0, k = 0; q < e->nrxq && k < sizeof(rxq); q++)
-		k += (unsigned)snprintf(rxq + k, sizeof(rxq) - k, "%s%u", q ? "," : "", e->rxq[q]);
+	char roles[64], rxq[96];
+	gw_layout_roles(e, roles, sizeof(roles));
+	gw_layout_rx_queues(e, rxq, sizeof(rxq));
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "index", i);
 	rte_tel_data_add_dict_u64(d, "lcore", e->lcore_id);

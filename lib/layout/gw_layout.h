@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The one place that decides which lcore runs which role and owns which
- * queues, like the lcore table of DPDK's l3fwd. From [lcores] workers = W
+ * gw_layout: the one place that decides which lcore of gridwired runs
+ * which role and owns which queues, like the lcore table of DPDK's l3fwd
+ * (pure C). From [lcores] workers = W
  * and receivers = R:
  *
  *   entry 0          main lcore: peers and control; worker 0 if W = 0,
@@ -22,7 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gw_node.h"
+#include "gw_config.h"
+
+#define GW_LAYOUT_MAX (1 + GW_CONFIG_MAX_WORKERS + GW_CONFIG_MAX_RECEIVERS)
 
 struct gw_layout_entry {
 	unsigned lcore_id;
@@ -31,14 +34,14 @@ struct gw_layout_entry {
 	int receiver; /* index, or -1 */
 	bool main;
 	uint16_t nrxq;
-	uint16_t rxq[GW_LCORES_MAX];
+	uint16_t rxq[GW_LAYOUT_MAX];
 };
 
 struct gw_layout {
 	unsigned n;       /* entries, and the port's queue pairs */
 	unsigned workers;   /* at least 1 */
 	unsigned receivers; /* at least 1 */
-	struct gw_layout_entry e[GW_LCORES_MAX];
+	struct gw_layout_entry e[GW_LAYOUT_MAX];
 };
 
 /*
@@ -47,7 +50,12 @@ struct gw_layout {
  */
 int gw_layout_plan(struct gw_layout *l, unsigned workers, unsigned receivers,
 		   const unsigned *lcores, unsigned nlcores, char *err, size_t errlen);
-/* The table, one line per entry, to the log. */
-void gw_layout_log(const struct gw_layout *l);
+/* An entry's roles ("main worker0 receiver0"; main = peers and control)
+ * and RX queues ("0,2,4"), as text. */
+void gw_layout_roles(const struct gw_layout_entry *e, char *buf, size_t len);
+void gw_layout_rx_queues(const struct gw_layout_entry *e, char *buf, size_t len);
+/* Entry i as one line of the table, e.g. "lcore 3: tx queue 3, rx queues
+ * [0,2,4], receiver0". */
+void gw_layout_describe(const struct gw_layout *l, unsigned i, char *buf, size_t len);
 
 #endif

@@ -45,23 +45,34 @@ int gw_layout_plan(struct gw_layout *l, unsigned workers, unsigned receivers,
 	return 0;
 }
 
-void gw_layout_log(const struct gw_layout *l)
+void gw_layout_roles(const struct gw_layout_entry *e, char *buf, size_t len)
 {
-	GW_LOG(INFO, "lcore layout: %u worker(s), %u receiver(s), %u queue pair(s)", l->workers,
-	       l->receivers, l->n);
-	for (unsigned i = 0; i < l->n; i++) {
-		const struct gw_layout_entry *e = &l->e[i];
-		char roles[64] = "", rxq[128] = "";
-		size_t n = 0;
-		if (e->main)
-			n += (size_t)snprintf(roles + n, sizeof(roles) - n, "peers control ");
-		if (e->worker >= 0)
-			n += (size_t)snprintf(roles + n, sizeof(roles) - n, "worker%d ", e->worker);
-		if (e->receiver >= 0)
-			snprintf(roles + n, sizeof(roles) - n, "receiver%d", e->receiver);
-		for (unsigned q = 0, k = 0; q < e->nrxq; q++)
-			k += (unsigned)snprintf(rxq + k, sizeof(rxq) - k, "%s%u", q ? "," : "", e->rxq[q]);
-		GW_LOG(INFO, "  lcore %u: tx queue %u, rx queues [%s], %s", e->lcore_id, e->txq, rxq,
-		       roles);
-	}
+	size_t n = 0;
+	buf[0] = '\0';
+	if (e->main)
+		n += (size_t)snprintf(buf + n, len - n, "main ");
+	if (e->worker >= 0 && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "worker%d ", e->worker);
+	if (e->receiver >= 0 && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "receiver%d ", e->receiver);
+	if (n && n <= len)
+		buf[n - 1] = '\0';
+}
+
+void gw_layout_rx_queues(const struct gw_layout_entry *e, char *buf, size_t len)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	for (unsigned q = 0; q < e->nrxq && n < len; q++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%u", q ? "," : "", e->rxq[q]);
+}
+
+void gw_layout_describe(const struct gw_layout *l, unsigned i, char *buf, size_t len)
+{
+	const struct gw_layout_entry *e = &l->e[i];
+	char roles[64], rxq[128];
+	gw_layout_roles(e, roles, sizeof(roles));
+	gw_layout_rx_queues(e, rxq, sizeof(rxq));
+	snprintf(buf, len, "lcore %u: tx queue %u, rx queues [%s], %s", e->lcore_id, e->txq, rxq,
+		 roles);
 }
