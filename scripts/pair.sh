@@ -127,6 +127,8 @@ out = {
     "dup_frames": b["dup_frames"],
     # DATA frames that came in on another receiver's lcore than their lane's
     "lane_handoffs": a.get("lane_handoffs", 0) + b.get("lane_handoffs", 0),
+    # [auth] frames verified on one receiver's lcore, checked for replay on another's
+    "auth_handoffs_at_beta": b.get("auth_handoffs", 0),
     "bad_crc": a["bad_crc"] + b["bad_crc"],
     "refused_at_beta": {k: b[k] for k in ("bad_frames", "bad_crc", "not_ours", "unknown_peer",
                                           "auth_forged", "auth_replayed")},

@@ -185,6 +185,7 @@ static int init_roles(struct gw_gateway *g, uint64_t auth_start)
 		prx->nqueues = lc->e->nrxq;
 		prx->workers = lc->proxies;
 		prx->nworkers = l->workers;
+		prx->hello.st = &lc->st;
 		if (lc->e->main)
 			prx->hello.direct = &g->peers;
 		else if (!(prx->hello.ring = gw_peers_add_ring(&g->peers, lc->rv->id)))
@@ -320,8 +321,11 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg, char *err
 static uint64_t pending_work(const struct gw_gateway *g)
 {
 	uint64_t n = 0;
-	for (unsigned i = 0; i < g->layout.receivers; i++)
+	for (unsigned i = 0; i < g->layout.receivers; i++) {
 		n += gw_receiver_pending(&g->receivers[i]);
+		for (unsigned k = 0; k < g->prx[i].nauth_in; k++)
+			n += rte_ring_count(g->prx[i].auth_in[k]);
+	}
 	for (unsigned i = 0; i < g->layout.workers; i++)
 		n += gw_worker_pending(&g->workers[i]);
 	return n;

@@ -124,8 +124,8 @@ void gw_peers_post_hello(struct gw_peers_proxy *px, const struct gw_hello_msg *h
 {
 	if (px->direct)
 		on_hello(px->direct, h);
-	else
-		rte_ring_sp_enqueue_elem(px->ring, (void *)h, sizeof(*h)); /* full: the next one says it */
+	else if (rte_ring_sp_enqueue_elem(px->ring, (void *)h, sizeof(*h)) != 0)
+		px->st->handoffs_lost++; /* the next one says the same */
 }
 
 static void hello_send(struct gw_peers *ps, struct gw_txq *q)

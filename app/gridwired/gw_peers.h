@@ -65,6 +65,7 @@ struct gw_peers {
 struct gw_peers_proxy {
 	struct gw_peers *direct; /* same lcore: a call */
 	struct rte_ring *ring;   /* else */
+	struct gw_counters *st;  /* the sending lcore's */
 };
 
 int gw_peers_init(struct gw_peers *ps, const struct gw_node *node, struct gw_counters *st);

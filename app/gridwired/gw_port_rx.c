@@ -96,10 +96,14 @@ static void on_hello(struct gw_port_rx *prx, const struct gw_hdr *h, const uint8
 static void on_data(struct gw_port_rx *prx, struct gw_peer *p, const struct gw_hdr *h,
 		    struct rte_mbuf *m)
 {
-	uint8_t mine = (uint8_t)(prx->rv->id + 1), owner = 0;
-	if (!__atomic_compare_exchange_n(&p->rx_owner[h->lane], &owner, mine, false,
-					 __ATOMIC_RELAXED, __ATOMIC_RELAXED) &&
-	    owner != mine) {
+	uint8_t mine = (uint8_t)(prx->rv->id + 1);
+	/* Read first: a locked compare and swap writes the line even when it
+	 * fails, and every receiver reads it for every frame. */
+	uint8_t owner = __atomic_load_n(&p->rx_owner[h->lane], __ATOMIC_RELAXED);
+	if (!owner && __atomic_compare_exchange_n(&p->rx_owner[h->lane], &owner, mine, false,
+						  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		owner = mine;
+	if (owner != mine) {
 		struct gw_handoff f = { .m = m, .h = *h };
 		if (rte_ring_sp_enqueue_elem(prx->handoff[owner - 1], &f, sizeof(f)) == 0) {
 			prx->st->lane_handoffs++;
@@ -262,6 +266,18 @@ bool gw_port_rx_step(struct gw_port_rx *prx, uint64_t now)
 	struct rte_mbuf *rx[GW_RX_BURST];
 	bool work = false;
 	prx->now = now;
+	/* Frames handed over first and all of them: they are older than what
+	 * the queues hold, and the replay window moves on without them. */
+	for (unsigned i = 0; i < prx->nauth_in; i++) {
+		struct gw_auth_handoff f[GW_RX_BURST];
+		unsigned n;
+		while ((n = rte_ring_sc_dequeue_burst_elem(prx->auth_in[i], f, sizeof(f[0]),
+							   GW_RX_BURST, NULL)) > 0) {
+			for (unsigned k = 0; k < n; k++)
+				auth_accept(prx, f[k].m, &f[k].seen);
+			work = true;
+		}
+	}
 	for (unsigned q = 0; q < prx->nqueues; q++) {
 		uint16_t n = rte_eth_rx_burst(prx->port, prx->queues[q], rx, GW_RX_BURST);
 		for (uint16_t i = 0; i < n; i++) {
@@ -274,13 +290,5 @@ bool gw_port_rx_step(struct gw_port_rx *prx, uint64_t now)
 	}
 	for (struct rte_mbuf *m; prx->fault_on && (m = gw_fault_release(&prx->fault, now));)
 		rx_frame(prx, m);
-	for (unsigned i = 0; i < prx->nauth_in; i++) {
-		struct gw_auth_handoff f[GW_RX_BURST];
-		unsigned n = rte_ring_sc_dequeue_burst_elem(prx->auth_in[i], f, sizeof(f[0]),
-							    GW_RX_BURST, NULL);
-		for (unsigned k = 0; k < n; k++)
-			auth_accept(prx, f[k].m, &f[k].seen);
-		work |= n > 0;
-	}
 	return work;
 }

@@ -51,8 +51,6 @@ struct gw_port_rx {
 	uint64_t now;
 };
 
-_Static_assert(sizeof(struct gw_port_rx) % 64 == 0, "whole cache lines");
-
 int gw_port_rx_init(struct gw_port_rx *prx, const struct gw_node *node, uint16_t port,
 		    struct gw_receiver *rv, struct gw_peers *peers, struct gw_counters *st);
 void gw_port_rx_fini(struct gw_port_rx *prx);

@@ -177,12 +177,30 @@ static int deliver_rec(struct gw_receiver *rv, uint16_t src, const struct gw_rec
 }
 
 /*
+ * A REJECT owed that cannot be queued (its worker's ring is full, as its
+ * lane back is): hold the frame, but not for longer than a full
+ * destination may hold it. Two gateways owing each other REJECTs would
+ * otherwise hold each other's lanes for good. true: hold on.
+ */
+static bool reject_wait(struct gw_receiver *rv, uint64_t *held_ns)
+{
+	if (!*held_ns) {
+		*held_ns = rv->now | 1;
+		return true;
+	}
+	if (rv->now - *held_ns < rv->node->cfg->dest_block_ms * 1000000ull)
+		return true;
+	rv->st->rejects_lost++;
+	return false;
+}
+
+/*
  * Deliver the records of frame m from node src, from *cursor on (a byte
- * offset into its payload). Returns true when the frame is done with, false
- * when a destination holds it (*cursor says where to go on).
+ * offset into its payload; *held_ns since when a REJECT there waits).
+ * Returns true when the frame is done with, false when it is held there.
  */
 static bool deliver_frame(struct gw_receiver *rv, uint16_t src, struct rte_mbuf *m,
-			  uint32_t *cursor, bool *work)
+			  uint32_t *cursor, uint64_t *held_ns, bool *work)
 {
 	const uint8_t *pl = rte_pktmbuf_mtod(m, uint8_t *) + GW_FRAME_MIN;
 	size_t len = m->pkt_len - GW_FRAME_MIN, off = *cursor;
@@ -193,7 +211,7 @@ static bool deliver_frame(struct gw_receiver *rv, uint16_t src, struct rte_mbuf 
 	while ((more = gw_wire_rec_next(pl, len, &off, &r)) == 1) {
 		struct gw_client *cl = NULL;
 		int rc = deliver_rec(rv, src, &r, &cl);
-		if (rc == -EBUSY) {
+		if (rc == -EBUSY && reject_wait(rv, held_ns)) {
 			done = false;
 			break;
 		}
@@ -204,11 +222,11 @@ static bool deliver_frame(struct gw_receiver *rv, uint16_t src, struct rte_mbuf 
 			}
 			if (r.kind != GW_RK_MSG) {
 				rv->st->rejects_lost++; /* a REJECT its sender cannot take */
-			} else if (reject_queue(rv, src, &r, -ENOBUFS) < 0) {
+			} else if ((rc = reject_queue(rv, src, &r, -ENOBUFS)) == 0) {
+				rv->st->reject_dest_full++;
+			} else if (reject_wait(rv, held_ns)) {
 				done = false;
 				break;
-			} else {
-				rv->st->reject_dest_full++;
 			}
 		} else if (cl && cl != last) {
 			if (last)
@@ -216,6 +234,7 @@ static bool deliver_frame(struct gw_receiver *rv, uint16_t src, struct rte_mbuf 
 			last = cl;
 		}
 		*cursor = (uint32_t)off;
+		*held_ns = 0;
 		*work = true;
 	}
 	if (more < 0)
@@ -252,7 +271,8 @@ static bool deliver_lanes(struct gw_receiver *rv)
 				continue;
 			struct gw_lane_rx *rx = &p->rx[l];
 			struct rte_mbuf *m;
-			while ((m = gw_lane_rx_head(rx)) && deliver_frame(rv, node, m, &rx->cursor, &work)) {
+			while ((m = gw_lane_rx_head(rx)) &&
+			       deliver_frame(rv, node, m, &rx->cursor, &rx->held_ns, &work)) {
 				rx->msgs += gw_wire_nrec(rte_pktmbuf_mtod(m, uint8_t *));
 				gw_lane_rx_pop(rx);
 			}
@@ -275,8 +295,9 @@ static bool deliver_loops(struct gw_receiver *rv)
 				if (rte_ring_sc_dequeue(l->ring, (void **)&l->head))
 					break;
 				l->cursor = 0;
+				l->held_ns = 0;
 			}
-			if (!deliver_frame(rv, self, l->head, &l->cursor, &work))
+			if (!deliver_frame(rv, self, l->head, &l->cursor, &l->held_ns, &work))
 				break;
 			rte_pktmbuf_free(l->head);
 			l->head = NULL;

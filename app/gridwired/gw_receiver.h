@@ -34,6 +34,7 @@ struct gw_loop {
 	struct rte_ring *ring;
 	struct rte_mbuf *head;
 	uint32_t cursor;
+	uint64_t held_ns;
 };
 
 /* One per receiver, in an array: each starts a cache line of its own. */
@@ -54,8 +55,6 @@ struct gw_receiver {
 	/* when each node was last heard on this lcore's queues (the peers role reads it) */
 	alignas(64) uint64_t heard[GW_MAX_NODES];
 };
-
-_Static_assert(sizeof(struct gw_receiver) % 64 == 0, "whole cache lines");
 
 void gw_receiver_init(struct gw_receiver *rv, uint8_t id, const struct gw_node *node,
 		      struct gw_peers *peers, struct gw_control *ctl,

@@ -176,6 +176,8 @@ static int cmd_client(const char *cmd, const char *params, struct rte_tel_data *
 	    !(slot = __atomic_load_n(&gw->ctl.chan_slot[id], __ATOMIC_ACQUIRE)))
 		return -EINVAL;
 	const struct gw_client *cl = &gw->ctl.clients[slot - 1];
+	if (cl->chan_id != id)
+		return -EINVAL; /* left, and the slot given to another since */
 	/* The published directory. Telemetry is no rte_rcu_qsbr reader, so the
 	 * control role may be rewriting this copy: only the count can tear. */
 	const struct gw_dir *dir = __atomic_load_n(&gw->ctl.dir, __ATOMIC_ACQUIRE);
@@ -255,7 +257,8 @@ static int cmd_lcore(const char *cmd, const char *params, struct rte_tel_data *d
 	rte_tel_data_add_dict_string(d, "rx_queues", rxq[0] ? rxq : "-");
 	/* What this lcore's roles did, from its own counters. */
 	static const char *const keys[] = { "rx_frames", "data_frames", "msgs_in", "msgs_out",
-					    "msgs_local", "tx_frames", "retrans", "lane_handoffs" };
+					    "msgs_local", "tx_frames", "retrans", "lane_handoffs",
+					    "auth_handoffs", "handoffs_lost" };
 	for (unsigned k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 		for (const struct gw_counter_name *c = gw_counter_names; c->name; c++)
 			if (!strcmp(c->name, keys[k]))

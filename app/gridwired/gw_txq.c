@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Port TX: see gw_tx.h. */
+/* Port TX: see gw_txq.h. */
 #include <string.h>
 
 #include <rte_ethdev.h>

@@ -109,24 +109,25 @@ static const struct gw_batch_ops batch_ops = {
 	.open = batch_open, .ship = batch_ship, .reject = batch_reject,
 };
 
-/* REJECTs owed to peers' senders ride in front of the next messages. */
+/* REJECTs owed to peers' senders ride in front of the next messages; one
+ * whose lane is full waits, and its ring behind it, not the other rings. */
 static void rejects_flush(struct gw_worker *w)
 {
 	for (unsigned i = 0; i < w->nin; i++) {
 		struct rte_ring *r = w->in[i]->rejects;
-		for (;;) {
-			if (!w->has_pending_rej) {
-				if (!r || rte_ring_sc_dequeue_elem(r, &w->pending_rej,
-								   sizeof(w->pending_rej)))
+		struct gw_reject *rj = &w->pending_rej[i];
+		while (r) {
+			if (!w->has_pending_rej[i]) {
+				if (rte_ring_sc_dequeue_elem(r, rj, sizeof(*rj)))
 					break;
-				w->has_pending_rej = true;
+				w->has_pending_rej[i] = true;
 			}
-			int rc = reject_add(w, &w->pending_rej);
+			int rc = reject_add(w, rj);
 			if (rc == -EAGAIN)
-				return; /* the lane is full: later */
+				break; /* the lane is full: later */
 			if (rc < 0)
 				w->st->rejects_lost++; /* its node is down: its sender went with it */
-			w->has_pending_rej = false;
+			w->has_pending_rej[i] = false;
 		}
 	}
 }
@@ -272,14 +273,15 @@ bool gw_worker_step(struct gw_worker *w, uint64_t now)
 uint64_t gw_worker_pending(const struct gw_worker *w)
 {
 	const struct gw_peers *ps = w->peers;
-	uint64_t n = __atomic_load_n(&w->has_pending_rej, __ATOMIC_RELAXED) +
-		     !__atomic_load_n(&w->drain_seen, __ATOMIC_ACQUIRE);
+	uint64_t n = !__atomic_load_n(&w->drain_seen, __ATOMIC_ACQUIRE);
 	unsigned known = gw_peers_known(ps);
 	for (unsigned k = 0; k < known; k++)
 		n += gw_lane_tx_inflight(&ps->peer[ps->known[k]].tx[w->lane]);
-	for (unsigned i = 0; i < w->nin; i++)
+	for (unsigned i = 0; i < w->nin; i++) {
+		n += __atomic_load_n(&w->has_pending_rej[i], __ATOMIC_RELAXED);
 		if (w->in[i]->rejects)
 			n += rte_ring_count(w->in[i]->rejects);
+	}
 	return n;
 }
 

@@ -10,8 +10,9 @@
  * gw_worker_proxy): rings when they run on another lcore, a direct call
  * when they share the worker's (as Aeron's driver proxies do). REJECTs
  * always go through a ring: one that cannot go yet (its lane is full)
- * waits there, and the receiver that owes it delivers on meanwhile, which
- * two gateways owing each other REJECTs need.
+ * waits there while the receiver that owes it delivers on, which is slack
+ * for two gateways owing each other REJECTs (the receiver bounds the wait
+ * once the ring is full).
  */
 #ifndef GW_WORKER_H
 #define GW_WORKER_H
@@ -79,8 +80,9 @@ struct gw_worker {
 	unsigned nchans;
 	struct gw_worker_proxy *in[GW_LCORES_MAX]; /* proxies with rings into it */
 	unsigned nin;
-	struct gw_reject pending_rej; /* taken from a ring, waiting for a window */
-	bool has_pending_rej;
+	/* per ring of REJECTs: the one taken from it, waiting for a window */
+	struct gw_reject pending_rej[GW_LCORES_MAX];
+	bool has_pending_rej[GW_LCORES_MAX];
 	/* giving up on a lost peer's frames: how far into the one at (node, seq) */
 	uint16_t abandon_node;
 	uint32_t abandon_seq;
@@ -89,8 +91,6 @@ struct gw_worker {
 	uint64_t hist[GW_HIST_BUCKETS]; /* frames by messages in them: 1, 2-3, 4-7, ... */
 	uint64_t now;
 };
-
-_Static_assert(sizeof(struct gw_worker) % 64 == 0, "whole cache lines");
 
 int gw_worker_init(struct gw_worker *w, const struct gw_node *node, struct gw_peers *peers,
 		   uint16_t lane, struct gw_txq *txq, struct gw_counters *st, struct rte_ring *loop);

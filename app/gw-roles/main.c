@@ -8,7 +8,7 @@
  *             packed, sealed (CRC32C), queued on a TX queue of DPDK's null
  *             PMD; the lane acknowledged after every step
  *   receiver  sealed frames laid in mbufs beforehand (the NIC's part) ->
- *             CRC check and parse (port RX's part) -> gw_receiver_data and
+ *             CRC check and parse (port RX's part) -> gw_receiver_accept and
  *             gw_receiver_step: in order, into the client channels' RX
  *             rings, acks sent
  *   crc       gw_crc32c over one full frame

@@ -294,11 +294,13 @@ enum gw_lane_rx_verdict gw_lane_rx_accept(struct gw_lane_rx *rx, const struct gw
 		rx->epoch = h->epoch;
 		rx->next = h->base;
 		rx->cursor = 0;
+		rx->held_ns = 0;
 	} else if (gw_seq_before(rx->next, h->base)) {
 		/* The sender saw [next, base) acked: an earlier receiver delivered it. */
 		gw_lane_rx_drop(rx, h->base);
 		rx->next = h->base;
 		rx->cursor = 0;
+		rx->held_ns = 0;
 	}
 	rx->frames++;
 
@@ -331,6 +333,7 @@ void gw_lane_rx_pop(struct gw_lane_rx *rx)
 	*slot = NULL;
 	rx->next++;
 	rx->cursor = 0;
+	rx->held_ns = 0;
 	rx->ack_due = true;
 }
 

@@ -63,8 +63,10 @@ struct gw_lane_rx {
 	uint32_t epoch; /* of the sender this state belongs to */
 	uint32_t next;  /* next seq to deliver */
 	uint32_t win;
-	/* caller's progress in the head frame (records or bytes), zeroed with a new head */
+	/* caller's progress in the head frame (records or bytes), and since
+	 * when it has been held there (0: not held); zeroed with a new head */
 	uint32_t cursor;
+	uint64_t held_ns;
 	bool ack_due;
 	void **held;
 	gw_lane_release_t release;

@@ -78,11 +78,11 @@ def capture(ifaces, n, path):
         s.bind((name, 0))
         socks.append(s)
     got = []
-    deadline = time.time() + 10
+    deadline = time.time() + 30  # the run may still be starting its senders
     while len(got) < n:
         ready, _, _ = select.select(socks, [], [], max(0.0, deadline - time.time()))
         if not ready:
-            raise TimeoutError(f"only {len(got)} frames in 10 s")
+            raise TimeoutError(f"only {len(got)} frames in 30 s")
         for s in ready:
             f, addr = s.recvfrom(65536)
             if addr[2] == socket.PACKET_OUTGOING:
