@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,11 +144,33 @@ static void show_perf(struct cmdline *cl)
 	last_ns = t;
 }
 
+/* gwctl lies beside gw-perf, installed (bindir) or built (build/app);
+ * GW_GWCTL names another. */
+static void gwctl_path(char *buf, size_t len)
+{
+	const char *env = getenv("GW_GWCTL");
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash = NULL;
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+	}
+	if (env)
+		snprintf(buf, len, "%s", env);
+	else if (slash) {
+		*slash = '\0';
+		snprintf(buf, len, "%s/gwctl", exe);
+	} else
+		snprintf(buf, len, "gwctl");
+}
+
 /* The gateway's side, from its telemetry, by the tool that already formats it. */
 static void show_gateway(struct cmdline *cl, const char *what)
 {
-	const char *gwctl = getenv("GW_GWCTL") ? getenv("GW_GWCTL") : GW_GWCTL_PATH;
-	char cmd[512];
+	char gwctl[PATH_MAX];
+	gwctl_path(gwctl, sizeof(gwctl));
+	char cmd[PATH_MAX + 64];
 	snprintf(cmd, sizeof(cmd), "'%s' -n '%s' %s", gwctl, gateway_name, what);
 	fflush(stdout);
 	if (system(cmd) != 0)
@@ -253,6 +276,7 @@ static void cmd_set_endpoint_parsed(void *res, struct cmdline *cl, void *data)
 WORD(tok_start, struct cmd_word, w, "start");
 WORD(tok_stop, struct cmd_word, w, "stop");
 WORD(tok_quit, struct cmd_word, w, "quit");
+WORD(tok_help, struct cmd_word, w, "help");
 WORD(tok_show, struct cmd_show, show, "show");
 WORD(tok_show_what, struct cmd_show, what, "perf#port#lane#client#peer");
 WORD(tok_show_stats, struct cmd_show, stats, "stats");
@@ -277,6 +301,12 @@ static cmdline_parse_inst_t cmd_stop = {
 };
 static cmdline_parse_inst_t cmd_quit = {
 	.f = cmd_quit_parsed, .help_str = "quit", .tokens = { (void *)&tok_quit, NULL },
+};
+/* testpmd users type help first. */
+static void cmd_help_parsed(void *res, struct cmdline *cl, void *data);
+static cmdline_parse_inst_t cmd_help = {
+	.f = cmd_help_parsed, .help_str = "help: this list ('?' or TAB completes a command)",
+	.tokens = { (void *)&tok_help, NULL },
 };
 static cmdline_parse_inst_t cmd_show = {
 	.f = cmd_show_parsed,
@@ -303,8 +333,15 @@ static cmdline_parse_inst_t cmd_set_endpoint = {
 
 static cmdline_parse_ctx_t ctx[] = {
 	&cmd_start, &cmd_stop, &cmd_show, &cmd_clear, &cmd_set_num, &cmd_set_mode,
-	&cmd_set_endpoint, &cmd_quit, NULL,
+	&cmd_set_endpoint, &cmd_help, &cmd_quit, NULL,
 };
+
+static void cmd_help_parsed(void *res, struct cmdline *cl, void *data)
+{
+	cmdline_printf(cl, "commands:\n");
+	for (cmdline_parse_ctx_t *c = ctx; *c; c++)
+		cmdline_printf(cl, "  %s\n", (*c)->help_str);
+}
 
 int perf_cli(struct opts *o)
 {
@@ -329,7 +366,7 @@ int perf_cli(struct opts *o)
 		snprintf(endpoint, sizeof(endpoint), "%s", o->endpoint);
 	if (!sh->o.node)
 		sh->o.node = 2;
-	printf("gw-perf interactive on gateway %s (%s); '?' lists the commands\n", gateway_name,
+	printf("gw-perf interactive on gateway %s (%s); 'help' lists the commands\n", gateway_name,
 	       o->sock);
 	fflush(stdout);
 	struct cmdline *cl = cmdline_stdin_new(ctx, "gw-perf> ");

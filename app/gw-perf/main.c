@@ -638,6 +638,8 @@ static void usage(FILE *f)
 		   "       gw-perf echo -s SOCK -e SERVICE\n"
 		   "       gw-perf call -s SOCK -n NODE -e SERVICE [-w CALLERS] [-m CALLS] [-z SIZE]\n"
 		   "                 [--timeout-ms MS] [--stop-on-down]\n"
+		   "       gw-perf interactive -s SOCK     a testpmd-like prompt: set, start, stop,\n"
+		   "                                       show perf|port|lane|client|peer stats, help\n"
 		   "       tx --cast / rx --service: casts to a service; tx, call: --stats-period S\n"
 		   "       any mode: --duration S (with -m 0: run for S seconds)\n");
 }

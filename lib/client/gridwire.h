@@ -26,6 +26,7 @@
  *   -EHOSTUNREACH  the destination node is not up
  *   -EINVAL        a bad argument (endpoint name, node id)
  *   -EEXIST        the endpoint name is taken on this node
+ *   -EPERM         the endpoint name is reserved (it starts with '~')
  *   -ECONNREFUSED  no gateway listens on the socket
  *   -EACCES        this user may not use the gateway ([node] socket_mode/group)
  *   -EPIPE         the gateway went away or refused this client
@@ -92,7 +93,14 @@ int gw_node_up(const struct gw_client *cl, uint16_t node);
 /* Largest message the channel takes. */
 size_t gw_msg_max(const struct gw_client *cl);
 
-/* Register (or drop) an endpoint name that messages can be sent to. */
+/*
+ * Register (or drop) an endpoint name that messages can be sent to: at
+ * most 31 printable characters, no spaces (else -EINVAL). -EEXIST when
+ * another client (or a name with the same id) holds it, -EPERM for a name
+ * starting with '~' (the gateway's own: call replies), -ENOSPC when the
+ * gateway's directory is full, -ENOENT (unregister) when this client does
+ * not hold it.
+ */
 int gw_register(struct gw_client *cl, const char *endpoint);
 int gw_unregister(struct gw_client *cl, const char *endpoint);
 

@@ -75,6 +75,9 @@ def capture(ifaces, n, path):
     socks = []
     for name in ifaces:
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+        # Room for seconds of frames: beside busy gateways on two cores this
+        # process runs now and then, and a small buffer would drop nearly all.
+        s.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE (root)
         s.bind((name, 0))
         socks.append(s)
     got = []

@@ -26,7 +26,7 @@ on=$("$pair" --procs 4 --writers 250 --msgs 2000 --set "auth.key_file=$work/key"
 export GW_LINK=veth
 gw_ns_up >/dev/null
 attack() { # OUT STEER: a verified run at beta with replays and forgeries fired at it
-    gw_pair_bg "$work/pair.out" --procs 2 --writers 100 --msgs 12000 --rate 100000 \
+    gw_pair_bg "$work/pair.out" --procs 2 --writers 100 --msgs 20000 --rate 100000 \
         --set "auth.key_file=$work/key"
     local pid=$GW_PID_PAIR
     sleep 1

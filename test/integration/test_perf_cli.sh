@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gw-perf interactive (DPDK cmdline, testpmd style) drives real runs: tx at a
+# gw-perf interactive (DPDK cmdline, testpmd style) answers help and drives real runs: tx at a
 # set rate, changed while running; show perf/port/client stats; clear
 # stats; stop prints the run's summary; then call mode against an echo
 # service. Checks the prompt's answers, not speeds. The sleeps only give
@@ -17,6 +17,7 @@ ip netns exec gwb "$BIN/gw-perf" echo -s /run/gridwire/beta.sock -e echo \
 gw_cleanup_push _gw_stop_pid $!
 sleep 0.5
 {
+    echo "help"
     echo "set writers 50"
     echo "set rate 100000"
     echo "start"
@@ -54,6 +55,7 @@ bad = []
 def need(pattern, what):
     if not re.search(pattern, out, re.M):
         bad.append(what)
+need(r"^  start: run the current mode until stop", "help did not list the commands")
 need(r"^tx started: node 2, endpoint sink, 50 writers, 225 bytes, rate 100000", "tx did not start")
 need(r"^rate = 300000", "set rate while running")
 need(r"Send-pps: +[1-9]", "no send rate shown")

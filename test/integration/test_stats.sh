@@ -34,7 +34,7 @@ want() { # description file pattern (grep -E)
 }
 want "alpha counted 200,000 messages out" "$work/alpha.stats" "msgs_out +200000$"
 want "alpha's port sent packets" "$work/alpha.port" "TX-packets: [1-9]"
-want "a second look gives a rate since the first" "$work/alpha.port2" "since last [0-9]+ ms"
+want "a second look gives a rate since the first" "$work/alpha.port2" "since the last look, [0-9]+ ms ago"
 want "both bond members shown up" "$work/alpha.port" "Member 1: vhost:/run/gridwire/cable1.sock +up "
 want "the members' packets counted" "$work/alpha.port" "Member 0: .* TX-packets: [1-9]"
 want "the lane to beta with most frames of 32-63 messages" "$work/alpha.lanes" "^ +2 +0 +[1-9]"
