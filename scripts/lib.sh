@@ -175,9 +175,15 @@ gw_peer_up() {
 gw_gateways_up() {
     local work=$1 i
     shift
+    local p left
     for i in gwa gwb; do
-        [[ -z "$(ip netns pids "$i" 2>/dev/null)" ]] ||
-            gw_die "processes still run in namespace $i: stop them first (gw_gateways_down, or ./scripts/gw netns down)"
+        # Captures (tshark, dumpcap) may watch the namespace; nothing else.
+        left=""
+        for p in $(ip netns pids "$i" 2>/dev/null); do
+            [[ " tshark dumpcap " == *" $(cat "/proc/$p/comm" 2>/dev/null) "* ]] || left+=" $p"
+        done
+        [[ -z $left ]] ||
+            gw_die "processes still run in namespace $i:$left: stop them first (gw_gateways_down, or ./scripts/gw netns down)"
     done
     : >"$work/alpha.log"
     : >"$work/beta.log"

@@ -70,19 +70,22 @@ gw.experts = { e_crc, e_malformed, e_length }
 
 gw.prefs.port = Pref.uint("UDP port", 47000, "The gateways' [port] udp_port")
 
+-- Wireshark's Lua is 5.2: bit operations through bit32.
+local band, bxor, rshift = bit32.band, bit32.bxor, bit32.rshift
+
 -- CRC32C (Castagnoli, reflected 0x82F63B78), a byte table.
 local crc_table = {}
 for i = 0, 255 do
     local c = i
     for _ = 1, 8 do
-        if c % 2 == 1 then c = (c >> 1) ~ 0x82F63B78 else c = c >> 1 end
+        if c % 2 == 1 then c = bxor(rshift(c, 1), 0x82F63B78) else c = rshift(c, 1) end
     end
     crc_table[i] = c
 end
 
 local function crc32c(bytes, from, to, crc)
     for i = from, to - 1 do
-        crc = crc_table[(crc ~ bytes:get_index(i)) & 0xff] ~ (crc >> 8)
+        crc = bxor(crc_table[band(bxor(crc, bytes:get_index(i)), 0xff)], rshift(crc, 8))
     end
     return crc
 end
@@ -92,7 +95,7 @@ local function frame_crc(tvb, len)
     local crc = crc32c(b, 0, 28, 0xffffffff)
     crc = crc32c(ByteArray.new("00 00 00 00"), 0, 4, crc)
     crc = crc32c(b, 32, 32 + len, crc)
-    return crc ~ 0xffffffff
+    return bxor(crc, 0xffffffff)
 end
 
 local function records(tvb, tree, len, nrec)
@@ -146,10 +149,12 @@ local function ack(tvb, tree, len)
     end
     local cum, held = tvb(36, 4):le_uint(), {}
     for i = 0, nbits - 1 do
-        if (tvb(44 + i // 8, 1):uint() >> (i % 8)) & 1 == 1 then held[#held + 1] = cum + 1 + i end
+        if band(rshift(tvb(44 + math.floor(i / 8), 1):uint(), i % 8), 1) == 1 then
+            held[#held + 1] = cum + 1 + i
+        end
     end
     if nbits > 0 then
-        tree:add(f.ack_held, tvb(44, nbits // 8), #held > 0 and table.concat(held, " ") or "none")
+        tree:add(f.ack_held, tvb(44, nbits / 8), #held > 0 and table.concat(held, " ") or "none")
     end
 end
 
@@ -189,8 +194,8 @@ function gw.dissector(tvb, pinfo, root)
     tree:add_le(f.len, tvb(24, 4))
     local crc_item = tree:add_le(f.crc, tvb(28, 4))
     local src, dst = tvb(4, 2):le_uint(), tvb(6, 2):le_uint()
-    local info = string.format("%s %d -> %d lane %d", types[ftype] or "type " .. ftype, src,
-        dst == 0xffff and "all" or dst, tvb(8, 2):le_uint())
+    local info = string.format("%s %d -> %s lane %d", types[ftype] or "type " .. ftype, src,
+        dst == 0xffff and "all" or tostring(dst), tvb(8, 2):le_uint())
     if 32 + len > tvb:len() then
         tree:add_proto_expert_info(e_length, "the header's length runs past the datagram")
         pinfo.cols.info = info
