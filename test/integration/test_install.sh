@@ -24,6 +24,7 @@ check() { # description command...
     if "${@:2}" >/dev/null 2>&1; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi
 }
 for b in gridwired gwctl gw-perf gw-kv; do check "bin/$b installed, executable" test -x "$p/bin/$b"; done
+check "sbin/gridwire-setup installed, executable" test -x "$p/sbin/gridwire-setup"
 check "libgridwire.so.0 with its SONAME" sh -c \
     "readelf -d '$p/$libdir/libgridwire.so.0' | grep -q 'soname: \[libgridwire.so.0\]'"
 check "gridwire.h" test -f "$p/include/gridwire.h"
