@@ -4,7 +4,12 @@
 #include <sched.h>
 #include <time.h>
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include <rte_pause.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
 
 #include "gw_node.h"
 
@@ -32,6 +37,21 @@ void gw_idle(const struct gw_config *c, unsigned *idle_polls)
 		us = c->sleep_max_us;
 	struct timespec ts = { .tv_nsec = (long)(us * 1000) };
 	nanosleep(&ts, NULL);
+}
+
+struct rte_ring *gw_node_add_ring(struct rte_ring **list, unsigned *n, unsigned elem,
+				  unsigned count, const char *fmt, ...)
+{
+	char name[RTE_RING_NAMESIZE];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	struct rte_ring *r = rte_ring_create_elem(name, elem, count, SOCKET_ID_ANY,
+						  RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (r)
+		list[(*n)++] = r;
+	return r;
 }
 
 void gw_counters_add(struct gw_counters *a, const struct gw_counters *b)

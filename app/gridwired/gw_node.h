@@ -68,6 +68,14 @@ void gw_counters_add(struct gw_counters *a, const struct gw_counters *b);
 
 uint64_t gw_clock_ns(void);
 
+struct rte_ring;
+/* A ring between two lcores (one producer, one consumer) of count
+ * elem-byte elements, named by fmt, appended to list[*n]; NULL when out
+ * of memory. */
+struct rte_ring *gw_node_add_ring(struct rte_ring **list, unsigned *n, unsigned elem,
+				  unsigned count, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
 /* Nothing to do: spin, then yield, then sleep for growing spans up to
  * [idle] sleep_max_us. */
 void gw_idle(const struct gw_config *c, unsigned *idle_polls);

@@ -34,13 +34,8 @@ int gw_peers_init(struct gw_peers *ps, const struct gw_node *node, struct gw_cou
 
 struct rte_ring *gw_peers_add_ring(struct gw_peers *ps, unsigned receiver)
 {
-	char name[32];
-	snprintf(name, sizeof(name), "gw_hello%u", receiver);
-	struct rte_ring *r = rte_ring_create_elem(name, sizeof(struct gw_hello_msg), GW_HELLOQ,
-						  SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (r)
-		ps->hellos[ps->nrings++] = r;
-	return r;
+	return gw_node_add_ring(ps->hellos, &ps->nrings, sizeof(struct gw_hello_msg), GW_HELLOQ,
+				"gw_hello%u", receiver);
 }
 
 void gw_peers_fini(struct gw_peers *ps)

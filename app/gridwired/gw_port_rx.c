@@ -32,13 +32,8 @@ int gw_port_rx_init(struct gw_port_rx *prx, const struct gw_node *node, uint16_t
 
 struct rte_ring *gw_port_rx_add_auth_in(struct gw_port_rx *prx, unsigned from)
 {
-	char name[32];
-	snprintf(name, sizeof(name), "gw_auth%u_%u", from, prx->rv->id);
-	struct rte_ring *r = rte_ring_create_elem(name, sizeof(struct gw_auth_handoff), GW_AUTHQ,
-						  SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (r)
-		prx->auth_in[prx->nauth_in++] = r;
-	return r;
+	return gw_node_add_ring(prx->auth_in, &prx->nauth_in, sizeof(struct gw_auth_handoff),
+				GW_AUTHQ, "gw_auth%u_%u", from, prx->rv->id);
 }
 
 void gw_port_rx_fini(struct gw_port_rx *prx)

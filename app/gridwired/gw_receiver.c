@@ -27,13 +27,8 @@ void gw_receiver_init(struct gw_receiver *rv, uint8_t id, const struct gw_node *
 
 struct rte_ring *gw_receiver_add_handoff(struct gw_receiver *rv, unsigned from)
 {
-	char name[32];
-	snprintf(name, sizeof(name), "gw_handoff%u_%u", from, rv->id);
-	struct rte_ring *r = rte_ring_create_elem(name, sizeof(struct gw_handoff), GW_HANDOFFQ,
-						  SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (r)
-		rv->handoff[rv->nhandoff++] = r;
-	return r;
+	return gw_node_add_ring(rv->handoff, &rv->nhandoff, sizeof(struct gw_handoff), GW_HANDOFFQ,
+				"gw_handoff%u_%u", from, rv->id);
 }
 
 void gw_receiver_fini(struct gw_receiver *rv)
