@@ -84,13 +84,14 @@ check "a client builds against the installed gridwire.pc" \
     cc -o "$work/client" "$work/client.c" $(pkg-config --cflags --libs gridwire)
 gw_ns_up >/dev/null
 sock=/run/gridwire/installed.sock
+rm -f "$sock" # a killed gateway's, which would refuse the client
 ip netns exec gwa "$p/bin/gridwired" -c "$etc/gridwire/gridwire.ini" --set port.kind=single \
     --set port.members=af_packet:veth-a0 --set "node.socket=$sock" \
     --set "eal.args=--no-pci --no-huge -m 512 --no-shconf -l 0 --file-prefix=gw-installed" \
     >"$work/gridwired.log" 2>&1 &
 gw_pid=$!
 gw_cleanup_push _gw_stop_pid "$gw_pid"
-for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.1; done
+gw_wait_ready "$work/gridwired.log" "listening on $sock" "$gw_pid" "the installed gridwired"
 if LD_LIBRARY_PATH=$p/$libdir ip netns exec gwa "$work/client" "$sock" >"$work/client.out" 2>&1; then
     echo "ok: the installed client and gateway: $(cat "$work/client.out")"
 else
