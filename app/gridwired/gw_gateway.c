@@ -315,8 +315,8 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg, char *err
 
 /*
  * Work still owed at shutdown: frames not yet acknowledged, local frames
- * not yet delivered, REJECTs not yet sent, and workers that may still be
- * in a pass begun before they saw the drain.
+ * not yet delivered, REJECTs not yet sent. (A pass begun before the drain
+ * is waited out by the grace period in gw_gateway_run.)
  */
 static uint64_t pending_work(const struct gw_gateway *g)
 {

@@ -264,16 +264,13 @@ bool gw_worker_step(struct gw_worker *w, uint64_t now)
 	else
 		gw_batch_pass(&w->batch, NULL, 0); /* ships what rejects_flush added */
 	work |= retransmit(w);
-	/* From here on the main lcore may count on this worker's lanes. */
-	if (draining)
-		__atomic_store_n(&w->drain_seen, true, __ATOMIC_RELEASE);
 	return work;
 }
 
 uint64_t gw_worker_pending(const struct gw_worker *w)
 {
 	const struct gw_peers *ps = w->peers;
-	uint64_t n = !__atomic_load_n(&w->drain_seen, __ATOMIC_ACQUIRE);
+	uint64_t n = 0;
 	unsigned known = gw_peers_known(ps);
 	for (unsigned k = 0; k < known; k++)
 		n += gw_lane_tx_inflight(&ps->peer[ps->known[k]].tx[w->lane]);

@@ -87,7 +87,6 @@ struct gw_worker {
 	uint16_t abandon_node;
 	uint32_t abandon_seq;
 	size_t abandon_off;
-	bool drain_seen; /* finished a step after the drain began (atomic) */
 	uint64_t hist[GW_HIST_BUCKETS]; /* frames by messages in them: 1, 2-3, 4-7, ... */
 	uint64_t now;
 };
