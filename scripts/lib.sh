@@ -316,3 +316,34 @@ gw_mesh_wait() {
     tail -n 5 "$work"/n*.log >&2
     gw_die "the mesh did not come up in 30 s"
 }
+
+# gw_check DESCRIPTION COMMAND...: run it quietly, print ok or FAIL; a
+# failure sets the caller's fail=1.
+gw_check() {
+    if "${@:2}" >/dev/null 2>&1; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi
+}
+
+# gw_installed_run WORK GRIDWIRED CONFIG CLIENT [LIBDIR]: start an installed
+# gridwired in gwa with CONFIG (on veth-a0, no hugepages), run CLIENT (built
+# from test/integration/gw_installed_client.c) against it with LIBDIR first
+# on the library path, print ok or FAIL with the client's line; 0 if it
+# passed. The gateway is stopped by the cleanup stack.
+gw_installed_run() {
+    local work=$1 bin=$2 ini=$3 client=$4 libdir=${5:-} sock=/run/gridwire/installed.sock pid
+    gw_ns_up >/dev/null
+    rm -f "$sock" # a killed gateway's, which would refuse the client
+    ip netns exec gwa "$bin" -c "$ini" --set port.kind=single \
+        --set port.members=af_packet:veth-a0 --set "node.socket=$sock" \
+        --set "eal.args=--no-pci --no-huge -m 512 --no-shconf -l 0 --file-prefix=gw-installed" \
+        >"$work/gridwired.log" 2>&1 &
+    pid=$!
+    gw_cleanup_push _gw_stop_pid "$pid"
+    gw_wait_ready "$work/gridwired.log" "listening on $sock" "$pid" "the installed gridwired"
+    if LD_LIBRARY_PATH=$libdir ip netns exec gwa "$client" "$sock" >"$work/client.out" 2>&1; then
+        echo "ok: the installed client and gateway: $(cat "$work/client.out")"
+    else
+        echo "FAIL: the installed client and gateway: $(cat "$work/client.out")"
+        tail -5 "$work/gridwired.log"
+        return 1
+    fi
+}

@@ -87,13 +87,21 @@ static void show(const struct gw_result *r)
 	       r->len ? ": " : "", (int)r->len, (const char *)r->data);
 }
 
+static int usage(FILE *f)
+{
+	fprintf(f, "usage: gw-kv [-s SOCK] serve | nodes | put --nodes N,N KEY VALUE "
+		   "[--strict] | get --nodes N,N KEY\n");
+	return f == stdout ? 0 : 2;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = "/run/gridwire/alpha.sock";
 	uint16_t nodes[64];
 	unsigned n = 0, flags = 0;
 	static const struct option lo[] = {
-		{ "nodes", 1, NULL, 'n' }, { "strict", 0, NULL, 'S' }, { 0 },
+		{ "nodes", 1, NULL, 'n' }, { "strict", 0, NULL, 'S' }, { "help", 0, NULL, 'h' },
+		{ 0 },
 	};
 	int c;
 	while ((c = getopt_long(argc, argv, "s:", lo, NULL)) != -1) {
@@ -105,10 +113,12 @@ int main(int argc, char **argv)
 		} else if (c == 'S') {
 			flags |= GW_BADRPC_ERRORS;
 		} else {
-			return 2;
+			return usage(c == 'h' ? stdout : stderr);
 		}
 	}
 	const char *cmd = optind < argc ? argv[optind] : "";
+	if (strcmp(cmd, "serve") && strcmp(cmd, "nodes") && strcmp(cmd, "put") && strcmp(cmd, "get"))
+		return usage(stderr);
 	struct gw_client *cl;
 	int rc = gw_connect(sock, &cl);
 	if (rc < 0) {
@@ -144,9 +154,7 @@ int main(int argc, char **argv)
 		gw_results_free(res, 1);
 		rc = rc < 0;
 	} else {
-		fprintf(stderr, "usage: gw-kv [-s SOCK] serve | nodes | put --nodes N,N KEY VALUE "
-				"[--strict] | get --nodes N,N KEY\n");
-		rc = 2;
+		rc = usage(stderr);
 	}
 	gw_close(cl);
 	return rc;

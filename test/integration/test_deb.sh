@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The Debian packages: dpkg-buildpackage builds gridwired, libgridwire0 and
+# libgridwire-dev from a copy of this tree (running the unit suites and
+# failing on any change to the library's symbols); lintian finds no error
+# and no warning; gridwired depends on the package of every DPDK driver its
+# port kinds load as a plugin. Then they are installed on this machine
+# (apt, as a user would), a client is built against the system gridwire.pc
+# and run against the installed gridwired with /etc/gridwire/gridwire.ini,
+# Debian's tshark loads the dissector from its plugin folder, and a purge
+# leaves nothing behind.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+ROOT=$(gw_root)
+gw_workdir deb
+fail=0
+pkgs=(gridwired libgridwire0 libgridwire-dev)
+if dpkg-query -W -f='${Status}\n' "${pkgs[@]}" 2>/dev/null | grep -q "^install ok installed"; then
+    gw_die "gridwire packages are installed already (apt-get purge ${pkgs[*]}, then rerun)"
+fi
+
+# The tree as it is, tracked and new files alike, without the build folder.
+src=$work/src/gridwire
+mkdir -p "$src"
+git -C "$ROOT" ls-files -z --cached --others --exclude-standard |
+    tar -C "$ROOT" --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C "$src"
+if (cd "$src" && dpkg-buildpackage -us -uc) >"$work/build.log" 2>&1; then
+    echo "ok: dpkg-buildpackage (unit suites: $(grep -c '^ *[0-9]*/[0-9]* .* OK ' "$work/build.log") passed)"
+else
+    echo "FAIL: dpkg-buildpackage"
+    tail -20 "$work/build.log"
+    exit 1
+fi
+changes=$(ls "$work"/src/gridwire_*_amd64.changes)
+if lintian --fail-on error,warning "$changes" >"$work/lintian.log" 2>&1; then
+    echo "ok: lintian, no error or warning"
+else
+    echo "FAIL: lintian"
+    grep '^[EW]:' "$work/lintian.log" | head -20
+    fail=1
+fi
+
+# Every PMD a port kind creates (gw_port_vdev(m, "KIND", ...) in drivers/),
+# found by its registered name in DPDK's plugin folder, must be a dependency.
+deb() { ls "$work"/src/"$1"_*_amd64.deb; }
+depends=$(dpkg-deb -f "$(deb gridwired)" Depends)
+pmds=$(ls -d /usr/lib/"$(dpkg-architecture -qDEB_HOST_MULTIARCH)"/dpdk/pmds-* | tail -1)
+kinds=$(grep -ho 'gw_port_vdev(m, "[a-z_]*"' "$ROOT"/drivers/*.c | cut -d'"' -f2 | sort -u)
+[[ -n $kinds ]] || gw_die "found no port kinds in drivers/"
+for k in $kinds; do
+    so=$(grep -l -a "\"name\": \"net_$k\"" "$pmds"/*.so.* | head -1)
+    pkg=$(dpkg -S "$(readlink -f "$so")" | cut -d: -f1)
+    gw_check "net_$k's plugin ($pkg) is a dependency" grep -qw -- "$pkg" <<<"$depends"
+done
+for so in librte_bus_pci librte_mempool_ring; do
+    pkg=$(dpkg -S "$(readlink -f "$pmds/$so.so")" | cut -d: -f1)
+    gw_check "$so's plugin ($pkg) is a dependency" grep -qw -- "$pkg" <<<"$depends"
+done
+
+# Installed on this machine, then purged however the test ends.
+_gw_purge() { apt-get purge -y -q "${pkgs[@]}" >"$work/purge.log" 2>&1 || true; }
+gw_cleanup_push _gw_purge
+if DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+    "$(deb gridwired)" "$(deb libgridwire0)" "$(deb libgridwire-dev)" >"$work/install.log" 2>&1; then
+    echo "ok: apt-get install of the three packages"
+else
+    echo "FAIL: apt-get install"
+    tail -10 "$work/install.log"
+    exit 1
+fi
+gw_check "gridwired --check accepts /etc/gridwire/gridwire.ini" \
+    gridwired -c /etc/gridwire/gridwire.ini --check
+gw_check "man gridwired" man -w gridwired
+gw_check "systemd-analyze verify of the installed unit" sh -c \
+    "cp /lib/systemd/system/gridwired@.service '$work/gridwired@check.service' &&
+     systemd-analyze verify '$work/gridwired@check.service'"
+gw_check "tshark loads the dissector from its plugin folder" sh -c \
+    "tshark -G plugins 2>/dev/null | grep -q 'gridwire.lua'"
+# shellcheck disable=SC2046  # pkg-config's words, split on purpose
+gw_check "a client builds against the system gridwire.pc" \
+    cc -o "$work/client" "$ROOT/test/integration/gw_installed_client.c" $(pkg-config --cflags --libs gridwire)
+gw_installed_run "$work" /usr/bin/gridwired /etc/gridwire/gridwire.ini "$work/client" || fail=1
+gw_cleanup_run
+left=$(dpkg-query -W -f='${Package} ${Status}\n' "${pkgs[@]}" 2>/dev/null | grep -v "not-installed" || true)
+gw_check "purged: no package left" test -z "$left"
+gw_check "purged: /etc/gridwire and the unit gone" \
+    test ! -e /etc/gridwire -a ! -e /lib/systemd/system/gridwired@.service
+exit $fail
