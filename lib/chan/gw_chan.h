@@ -249,6 +249,13 @@ bool gw_chan_gateway_gone(const struct gw_chan *c);
 bool gw_chan_rx_ready(const struct gw_chan *c);
 
 /*
+ * Ask the gateway to signal the eventfd (efd_rx, or efd_tx for_tx) when
+ * RX has data (TX has room), then look again: true when there is already,
+ * so the caller must not sleep; false when armed.
+ */
+bool gw_chan_arm(struct gw_chan *c, bool for_tx);
+
+/*
  * Sleep until RX has data (or TX has room, for_tx) or timeout_ms passes
  * (-1 = forever): 0, -ETIMEDOUT, or -EPIPE when hup_fd says the gateway
  * has gone.

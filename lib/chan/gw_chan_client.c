@@ -187,20 +187,26 @@ bool gw_chan_rx_ready(const struct gw_chan *c)
 	return false;
 }
 
-int gw_chan_wait(struct gw_chan *c, bool for_tx, int timeout_ms)
+bool gw_chan_arm(struct gw_chan *c, bool for_tx)
 {
 	volatile uint32_t *flag = for_tx ? &c->shm->tx_wait : &c->shm->rx_wait;
-	int fd = for_tx ? c->efd_tx : c->efd_rx;
 	rx_publish(c);
 	*flag = 1;
 	/* Pairs with the gateway's fence: it sees the flag or we see its work. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	bool ready = for_tx ? c->shm->tx_tail != c->seen_tail
 			    : gw_chan_rx_ready(c);
-	if (ready) {
+	if (ready)
 		*flag = 0;
+	return ready;
+}
+
+int gw_chan_wait(struct gw_chan *c, bool for_tx, int timeout_ms)
+{
+	int fd = for_tx ? c->efd_tx : c->efd_rx;
+	if (gw_chan_arm(c, for_tx))
 		return 0;
-	}
+	volatile uint32_t *flag = for_tx ? &c->shm->tx_wait : &c->shm->rx_wait;
 	struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = c->hup_fd, .events = POLLIN } };
 	int rc = poll(p, c->hup_fd >= 0 ? 2 : 1, timeout_ms);
 	if (rc < 0)

@@ -123,6 +123,35 @@ int gw_send_id(struct gw_client *cl, uint16_t node, uint32_t endpoint_id, const 
  */
 int gw_recv(struct gw_client *cl, struct gw_msg *m, int timeout_ms);
 
+/* --- event loops ---
+ *
+ * A program with an event loop of its own (epoll, libuv, Erlang's
+ * enif_select) waits on the client's descriptors instead of inside
+ * gw_recv or gw_send. To receive:
+ *   1. gw_recv with timeout 0 until it returns -EAGAIN;
+ *   2. gw_arm(cl, GW_WAIT_RECV): 1 means something came meanwhile (go to
+ *      1), 0 means armed;
+ *   3. wait until fds[0] or fds[1] of gw_wait_fds is readable, or for
+ *      gw_wait_ms (calls in flight have deadlines that gw_recv reports),
+ *      then go to 1.
+ * No wake-up is lost between 1 and 3. To send into a full channel, the
+ * same with gw_send and GW_WAIT_SEND. fds[1] readable means the gateway
+ * went away: the next call returns -EPIPE. The descriptors stay the
+ * client's: do not read or close them (dup them for an event loop that
+ * closes what it watches). gw_arm clears fds[0].
+ */
+enum gw_wait {
+	GW_WAIT_RECV = 0,
+	GW_WAIT_SEND = 1,
+};
+
+/* The two descriptors to watch for reading. 0, or -EPIPE. */
+int gw_wait_fds(const struct gw_client *cl, enum gw_wait what, int fds[2]);
+/* 0 when armed, 1 when there is something already (do not sleep), -EPIPE. */
+int gw_arm(struct gw_client *cl, enum gw_wait what);
+/* How long the loop may sleep before gw_recv is due: ms, or -1 (no limit). */
+int gw_wait_ms(const struct gw_client *cl);
+
 /* --- nodes --- */
 
 #define GW_NODE_AUTH 1u     /* its frames are authenticated ([auth] key_file) */
@@ -183,9 +212,15 @@ int gw_call(struct gw_client *cl, uint16_t node, const char *service, const void
 int gw_call_start(struct gw_client *cl, uint16_t node, const char *service, const void *req,
 		  size_t len, int timeout_ms, uint32_t *call_id);
 
-/* Answer a GW_MSG_REQUEST: with a result, or with a failure and its reason. */
+/* Answer a GW_MSG_REQUEST: with a result, or with a failure and its reason.
+ * Both wait as long as the channel is full. */
 int gw_reply(struct gw_client *cl, const struct gw_msg *req, const void *buf, size_t len);
 int gw_reply_error(struct gw_client *cl, const struct gw_msg *req, const char *reason);
+/* Either, with a timeout as for gw_send (0: -EAGAIN when full): a result
+ * (failed 0) or a failure whose reason is buf. Only req's kind, node,
+ * sender and call_id are read, so a copy of them answers as well. */
+int gw_respond(struct gw_client *cl, const struct gw_msg *req, int failed, const void *buf,
+	       size_t len, int timeout_ms);
 
 /* --- several nodes (ecall's patterns) ---
  *

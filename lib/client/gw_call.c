@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sys/eventfd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -451,23 +452,49 @@ int gw_call(struct gw_client *cl, uint16_t node, const char *service, const void
 	return reply->error;
 }
 
-static int reply_send(struct gw_client *cl, const struct gw_msg *req, uint8_t type,
-		      const void *buf, size_t len)
+int gw_respond(struct gw_client *cl, const struct gw_msg *req, int failed, const void *buf,
+	       size_t len, int timeout_ms)
 {
 	if (!req || req->kind != GW_MSG_REQUEST)
 		return -EINVAL;
 	char name[GW_NAME_MAX];
 	gw_ctl_reply_ep_name(name, sizeof(name), req->sender);
-	struct gw_call_hdr h = { .magic = GW_CALL_MAGIC, .type = type, .call_id = req->call_id };
-	return gw_client_send(cl, req->node, gw_ctl_ep_id(name), &h, sizeof(h), buf, len, -1);
+	struct gw_call_hdr h = { .magic = GW_CALL_MAGIC, .type = failed ? GW_CT_FAIL : GW_CT_OK,
+				 .call_id = req->call_id };
+	return gw_client_send(cl, req->node, gw_ctl_ep_id(name), &h, sizeof(h), buf, len,
+			      timeout_ms);
 }
 
 int gw_reply(struct gw_client *cl, const struct gw_msg *req, const void *buf, size_t len)
 {
-	return reply_send(cl, req, GW_CT_OK, buf, len);
+	return gw_respond(cl, req, 0, buf, len, -1);
 }
 
 int gw_reply_error(struct gw_client *cl, const struct gw_msg *req, const char *reason)
 {
-	return reply_send(cl, req, GW_CT_FAIL, reason ? reason : "", reason ? strlen(reason) : 0);
+	return gw_respond(cl, req, 1, reason ? reason : "", reason ? strlen(reason) : 0, -1);
+}
+
+int gw_wait_ms(const struct gw_client *cl)
+{
+	if (!cl->ncalls)
+		return -1;
+	/* As next_event: the next call deadline, and a look at the nodes
+	 * every 100 ms (a node going down wakes the client, racily). */
+	int64_t left = cl->next_deadline_ms - gw_client_now_ms();
+	return left < 0 ? 0 : left > 100 ? 100 : (int)left;
+}
+
+int gw_arm(struct gw_client *cl, enum gw_wait what)
+{
+	if (what != GW_WAIT_RECV && what != GW_WAIT_SEND)
+		return -EINVAL;
+	if (cl->dead || gw_chan_gateway_gone(&cl->chan))
+		return (cl->dead = true), -EPIPE;
+	bool tx = what == GW_WAIT_SEND;
+	eventfd_t v;
+	eventfd_read(tx ? cl->chan.efd_tx : cl->chan.efd_rx, &v); /* non-blocking: clears it */
+	if (!tx && (cl->kept.head || cl->due.head))
+		return 1; /* gw_recv hands these out before the ring */
+	return gw_chan_arm(&cl->chan, tx) ? 1 : 0;
 }

@@ -246,6 +246,15 @@ int gw_send(struct gw_client *cl, uint16_t node, const char *endpoint, const voi
 	return gw_send_id(cl, node, gw_ctl_ep_id(endpoint), buf, len, timeout_ms);
 }
 
+int gw_wait_fds(const struct gw_client *cl, enum gw_wait what, int fds[2])
+{
+	if (what != GW_WAIT_RECV && what != GW_WAIT_SEND)
+		return -EINVAL;
+	fds[0] = what == GW_WAIT_SEND ? cl->chan.efd_tx : cl->chan.efd_rx;
+	fds[1] = cl->chan.hup_fd;
+	return cl->dead ? -EPIPE : 0;
+}
+
 int gw_flush(struct gw_client *cl, int timeout_ms)
 {
 	int64_t deadline = deadline_of(timeout_ms ? timeout_ms : 1);

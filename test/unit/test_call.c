@@ -182,10 +182,18 @@ static struct gw_client *start(void)
 	return cl;
 }
 
-static void stop(struct gw_client *cl)
+/* The gateway goes away: its thread closes the control socket. */
+static void fake_quit(void)
 {
+	if (fake.stop)
+		return;
 	fake.stop = 1;
 	pthread_join(fake.thread, NULL);
+}
+
+static void stop(struct gw_client *cl)
+{
+	fake_quit();
 	gw_close(cl);
 	gw_chan_close(&fake.gw);
 	close(fake.lsock);
@@ -359,6 +367,65 @@ static void test_patterns(void)
 	stop(cl);
 }
 
+static bool readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	return poll(&p, 1, 0) == 1;
+}
+
+/* The event-loop API: arm, no lost wake-up, the deadline of a call, a
+ * non-blocking answer, and the gateway going away. */
+static void test_event_loop(void)
+{
+	struct gw_client *cl = start();
+	int fds[2];
+	struct gw_msg r;
+	CU_ASSERT_FATAL(gw_wait_fds(cl, GW_WAIT_RECV, fds) == 0);
+	CU_ASSERT(fds[0] >= 0 && fds[1] >= 0 && fds[0] != fds[1]);
+	CU_ASSERT_EQUAL(gw_wait_ms(cl), -1);
+	CU_ASSERT_EQUAL(gw_recv(cl, &r, 0), -EAGAIN);
+	CU_ASSERT_EQUAL(gw_arm(cl, GW_WAIT_RECV), 0);
+	CU_ASSERT(!readable(fds[0]));
+	deliver(2, gw_endpoint_id("me"), GW_RK_MSG, "hello", 5);
+	CU_ASSERT(readable(fds[0])); /* armed: the delivery signalled it */
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 0) == 0);
+	CU_ASSERT(r.kind == GW_MSG_DATA && r.len == 5);
+	/* A delivery between the last empty gw_recv and the arm: gw_arm says so. */
+	CU_ASSERT_EQUAL(gw_recv(cl, &r, 0), -EAGAIN);
+	deliver(2, gw_endpoint_id("me"), GW_RK_MSG, "again", 5);
+	CU_ASSERT_EQUAL(gw_arm(cl, GW_WAIT_RECV), 1);
+	CU_ASSERT(!readable(fds[0])); /* gw_arm cleared it */
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 0) == 0);
+	/* A call in flight bounds the sleep; its timeout comes out of gw_recv. */
+	uint32_t id;
+	CU_ASSERT_FATAL(gw_call_start(cl, 2, "svc", "q", 1, 30, &id) == 0);
+	int ms = gw_wait_ms(cl);
+	CU_ASSERT(ms >= 0 && ms <= 30);
+	usleep(40 * 1000);
+	CU_ASSERT_EQUAL(gw_wait_ms(cl), 0);
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 0) == 0);
+	CU_ASSERT(r.kind == GW_MSG_REPLY && r.call_id == id && r.error == -ETIMEDOUT);
+	CU_ASSERT_EQUAL(gw_wait_ms(cl), -1);
+	/* An answer from a copy of a request's fields, without waiting. */
+	struct gw_msg req = { .kind = GW_MSG_REQUEST, .node = 2, .sender = 7, .call_id = 99 };
+	struct gw_chan_msg m;
+	struct call_hdr h;
+	CU_ASSERT_FATAL(take(&m, &h) && h.type == CT_CALL); /* the request that timed out */
+	CU_ASSERT_EQUAL(gw_respond(cl, &req, 1, "no", 2, 0), 0);
+	CU_ASSERT_FATAL(take(&m, &h));
+	CU_ASSERT(h.type == CT_FAIL && h.call_id == 99 && m.node == 2 && m.len == sizeof(h) + 2);
+	req.kind = GW_MSG_DATA;
+	CU_ASSERT_EQUAL(gw_respond(cl, &req, 0, "x", 1, 0), -EINVAL);
+	CU_ASSERT_EQUAL(gw_arm(cl, 7), -EINVAL);
+	/* The gateway goes: the second descriptor turns readable, gw_arm says -EPIPE. */
+	fake_quit();
+	for (int i = 0; i < 1000 && !readable(fds[1]); i++)
+		usleep(1000);
+	CU_ASSERT(readable(fds[1]));
+	CU_ASSERT_EQUAL(gw_arm(cl, GW_WAIT_RECV), -EPIPE);
+	stop(cl);
+}
+
 int main(void)
 {
 	static const struct gw_test_case cases[] = {
@@ -367,6 +434,7 @@ int main(void)
 		{ "a node going down ends its calls", test_node_down },
 		{ "gw_call keeps other messages, bounded", test_keep_and_bound },
 		{ "pattern policies", test_patterns },
+		{ "the event-loop API", test_event_loop },
 		{ NULL, NULL },
 	};
 	return gw_test_run("call", cases);
