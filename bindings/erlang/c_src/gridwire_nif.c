@@ -1,0 +1,781 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gridwire_nif: libgridwire for the Erlang VM (the module gridwire_nif,
+ * used by gridwire.erl and gridwire_chan.erl; see bindings/erlang/README.md).
+ *
+ * One resource is one gateway channel (a gw_client). Processes send on it
+ * from their own schedulers, never waiting: a full channel is
+ * {error, eagain}. One Erlang process per channel (gridwire_chan) drains
+ * it: drain/2 hands each message straight to the process that registered
+ * its endpoint (decoded with binary_to_term's safe option into the
+ * message), each call's outcome to its caller and each REJECT to the
+ * process that sent the message, then arms the channel and selects on its
+ * descriptors (enif_select), so an idle channel costs no thread and no
+ * wake-up is lost.
+ *
+ * Locks: tx for what writes the channel (send, cast, respond), rx for what
+ * reads it (drain, the tables); a call takes rx then tx (the library keeps
+ * its call table beside the receive side). The control operations
+ * (connect, register, nodes) talk to the gateway over its socket and run
+ * on dirty I/O schedulers.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <erl_nif.h>
+
+#include "gridwire.h"
+
+#define EPS_SLOTS 8192u           /* endpoints and services per channel, x2 */
+#define REJECT_WINDOW (1u << 18)  /* sends whose sender a REJECT can still find */
+#define CHECK_EVERY 64u           /* deliveries to one process between mailbox checks */
+
+enum ep_kind { EP_FREE = 0, EP_ENDPOINT = 1, EP_SERVICE = 2, EP_GONE = 3 };
+
+struct ep_entry {
+	uint32_t id;
+	uint8_t kind;
+	uint8_t raw;        /* deliver binaries, not terms */
+	uint16_t unchecked; /* deliveries since the owner's mailbox was last looked at */
+	ErlNifPid pid;
+	char name[32];      /* to register again after a reconnect */
+};
+
+struct sent {
+	uint32_t msg_id;
+	ErlNifPid pid;
+};
+
+struct caller {
+	uint32_t call_id; /* 0: free */
+	ErlNifPid pid;
+};
+
+struct chan {
+	ErlNifMutex *rx, *tx;
+	struct gw_client *cl; /* NULL once closed */
+	bool dead;            /* the gateway went away: sends say epipe */
+	int fds[2];           /* dups of gw_wait_fds, watched by enif_select */
+	int index;            /* the pool slot, in reply messages */
+	ErlNifPid owner;      /* the draining process */
+	ErlNifEnv *msg_env;   /* reused for every message sent to a process */
+	uint32_t next_msg_id; /* the library's count of our sends */
+	struct sent *sent;    /* REJECT_WINDOW */
+	struct caller calls[GW_CALLS_MAX];
+	struct ep_entry eps[EPS_SLOTS];
+	unsigned neps;
+	uint64_t delivered, rejects_unrouted, bad_terms;
+};
+
+static ErlNifResourceType *chan_type;
+static ERL_NIF_TERM a_ok, a_error, a_eagain, a_epipe, a_emsgsize, a_hostunreach, a_einval,
+	a_eexist, a_eperm, a_enospc, a_enoent, a_ebusy, a_econnrefused, a_eacces, a_timeout,
+	a_nodedown, a_noservice, a_overload, a_more, a_armed, a_wait, a_closed,
+	a_gridwire, a_gridwire_cast, a_gridwire_request, a_gridwire_reply, a_gridwire_reject,
+	a_gridwire_bad_term, a_badrpc, a_rx, a_hup, a_true, a_false, a_endpoint, a_service,
+	a_unreachable, a_enomem, a_gridwire_orphan;
+
+/* --- errors --- */
+
+static ERL_NIF_TERM errno_atom(ErlNifEnv *env, int err)
+{
+	switch (err) {
+	case -EAGAIN: return a_eagain;
+	case -EPIPE: return a_epipe;
+	case -EMSGSIZE: return a_emsgsize;
+	case -EHOSTUNREACH: return a_hostunreach;
+	case -EINVAL: return a_einval;
+	case -EEXIST: return a_eexist;
+	case -EPERM: return a_eperm;
+	case -ENOSPC: return a_enospc;
+	case -ENOENT: return a_enoent;
+	case -EBUSY: return a_ebusy;
+	case -ECONNREFUSED: return a_econnrefused;
+	case -EACCES: return a_eacces;
+	case -ENOMEM: return a_enomem;
+	case -ETIMEDOUT: return a_timeout;
+	default: return enif_make_int(env, err);
+	}
+}
+
+static ERL_NIF_TERM error_tuple(ErlNifEnv *env, int err)
+{
+	return enif_make_tuple2(env, a_error, errno_atom(env, err));
+}
+
+/* --- the resource --- */
+
+static void chan_stop(ErlNifEnv *env, void *obj, ErlNifEvent fd, int is_direct_call)
+{
+	close((int)fd); /* our dup; the client keeps its own */
+}
+
+static void chan_dtor(ErlNifEnv *env, void *obj)
+{
+	struct chan *c = obj;
+	if (c->cl)
+		gw_close(c->cl);
+	free(c->sent);
+	if (c->msg_env)
+		enif_free_env(c->msg_env);
+	if (c->rx)
+		enif_mutex_destroy(c->rx);
+	if (c->tx)
+		enif_mutex_destroy(c->tx);
+}
+
+static bool get_chan(ErlNifEnv *env, ERL_NIF_TERM t, struct chan **c)
+{
+	return enif_get_resource(env, t, chan_type, (void **)c);
+}
+
+/* A name given as an atom, a binary or a string: 0 or -EINVAL. */
+static int get_name(ErlNifEnv *env, ERL_NIF_TERM t, char *buf, size_t len)
+{
+	ErlNifBinary b;
+	if (enif_get_atom(env, t, buf, (unsigned)len, ERL_NIF_LATIN1) > 0)
+		return 0;
+	if (enif_inspect_binary(env, t, &b) && b.size < len) {
+		memcpy(buf, b.data, b.size);
+		buf[b.size] = 0;
+		return 0;
+	}
+	if (enif_get_string(env, t, buf, (unsigned)len, ERL_NIF_LATIN1) > 0)
+		return 0;
+	return -EINVAL;
+}
+
+static bool get_node(ErlNifEnv *env, ERL_NIF_TERM t, uint16_t *node)
+{
+	unsigned v;
+	if (!enif_get_uint(env, t, &v) || v > UINT16_MAX)
+		return false;
+	*node = (uint16_t)v;
+	return true;
+}
+
+/* --- the endpoint table: id -> owner, open addressing --- */
+
+static struct ep_entry *ep_find(struct chan *c, uint32_t id)
+{
+	for (unsigned i = 0, h = id & (EPS_SLOTS - 1); i < EPS_SLOTS; i++, h = (h + 1) & (EPS_SLOTS - 1)) {
+		struct ep_entry *e = &c->eps[h];
+		if (e->kind == EP_FREE)
+			return NULL;
+		if (e->kind != EP_GONE && e->id == id)
+			return e;
+	}
+	return NULL;
+}
+
+static struct ep_entry *ep_add(struct chan *c, uint32_t id)
+{
+	if (c->neps >= EPS_SLOTS / 2)
+		return NULL;
+	for (unsigned h = id & (EPS_SLOTS - 1);; h = (h + 1) & (EPS_SLOTS - 1))
+		if (c->eps[h].kind == EP_FREE || c->eps[h].kind == EP_GONE) {
+			c->neps++;
+			return &c->eps[h];
+		}
+}
+
+/* --- control: dirty I/O --- */
+
+static void select_stop(ErlNifEnv *env, struct chan *c)
+{
+	for (int i = 0; i < 2; i++)
+		if (c->fds[i] >= 0) {
+			enif_select(env, (ErlNifEvent)c->fds[i], ERL_NIF_SELECT_STOP, c, NULL,
+				    a_ok);
+			c->fds[i] = -1;
+		}
+}
+
+/* Connect c to the gateway at path (c's locks held, or c not shared yet). */
+static int chan_connect(struct chan *c, const char *path)
+{
+	struct gw_client *cl;
+	int rc = gw_connect(path, &cl);
+	if (rc < 0)
+		return rc;
+	int fds[2];
+	gw_wait_fds(cl, GW_WAIT_RECV, fds);
+	c->fds[0] = dup(fds[0]);
+	c->fds[1] = dup(fds[1]);
+	if (c->fds[0] < 0 || c->fds[1] < 0) {
+		int err = -errno;
+		for (int i = 0; i < 2; i++)
+			if (c->fds[i] >= 0)
+				close(c->fds[i]);
+		c->fds[0] = c->fds[1] = -1;
+		gw_close(cl);
+		return err;
+	}
+	c->cl = cl;
+	c->dead = false;
+	c->next_msg_id = 0;
+	return 0;
+}
+
+/* open(Path, Index) -> {ok, Chan} | {error, Why}; the caller drains it. */
+static ERL_NIF_TERM nif_open(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	char path[108];
+	int index;
+	if (get_name(env, argv[0], path, sizeof(path)) < 0 || !enif_get_int(env, argv[1], &index))
+		return enif_make_badarg(env);
+	struct chan *c = enif_alloc_resource(chan_type, sizeof(*c));
+	memset(c, 0, sizeof(*c));
+	c->fds[0] = c->fds[1] = -1;
+	c->index = index;
+	c->rx = enif_mutex_create("gridwire_rx");
+	c->tx = enif_mutex_create("gridwire_tx");
+	c->msg_env = enif_alloc_env();
+	c->sent = calloc(REJECT_WINDOW, sizeof(*c->sent));
+	enif_self(env, &c->owner);
+	int rc = c->rx && c->tx && c->msg_env && c->sent ? chan_connect(c, path) : -ENOMEM;
+	ERL_NIF_TERM res = enif_make_resource(env, c);
+	enif_release_resource(c);
+	if (rc < 0)
+		return error_tuple(env, rc);
+	return enif_make_tuple2(env, a_ok, res);
+}
+
+/*
+ * Every caller still waiting gets {error, epipe} (its call went with the
+ * gateway). rx held.
+ */
+static void fail_calls(ErlNifEnv *env, struct chan *c)
+{
+	for (unsigned i = 0; i < GW_CALLS_MAX; i++) {
+		struct caller *k = &c->calls[i];
+		if (!k->call_id)
+			continue;
+		ERL_NIF_TERM m = enif_make_tuple4(c->msg_env, a_gridwire_reply,
+						  enif_make_int(c->msg_env, c->index),
+						  enif_make_uint(c->msg_env, k->call_id),
+						  enif_make_tuple2(c->msg_env, a_error, a_epipe));
+		enif_send(env, &k->pid, c->msg_env, m);
+		enif_clear_env(c->msg_env);
+		k->call_id = 0;
+	}
+}
+
+/* close(Chan): stop watching, drop the client. */
+static ERL_NIF_TERM nif_close(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct chan *c;
+	if (!get_chan(env, argv[0], &c))
+		return enif_make_badarg(env);
+	enif_mutex_lock(c->rx);
+	enif_mutex_lock(c->tx);
+	select_stop(env, c);
+	fail_calls(env, c);
+	if (c->cl)
+		gw_close(c->cl);
+	c->cl = NULL;
+	c->dead = true;
+	enif_mutex_unlock(c->tx);
+	enif_mutex_unlock(c->rx);
+	return a_ok;
+}
+
+/*
+ * reconnect(Chan, Path) -> ok | {error, Why}: after the gateway went away,
+ * a new client in the same resource (so the pool and every process's
+ * choice of channel stay), with the endpoints and services registered
+ * again. Waiting callers have had {error, epipe}.
+ */
+static ERL_NIF_TERM nif_reconnect(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct chan *c;
+	char path[108];
+	if (!get_chan(env, argv[0], &c) || get_name(env, argv[1], path, sizeof(path)) < 0)
+		return enif_make_badarg(env);
+	enif_mutex_lock(c->rx);
+	enif_mutex_lock(c->tx);
+	select_stop(env, c);
+	fail_calls(env, c);
+	if (c->cl)
+		gw_close(c->cl);
+	c->cl = NULL;
+	c->dead = true;
+	int rc = chan_connect(c, path);
+	for (unsigned i = 0; rc == 0 && i < EPS_SLOTS; i++) {
+		struct ep_entry *e = &c->eps[i];
+		if (e->kind == EP_ENDPOINT || e->kind == EP_SERVICE) {
+			int r = e->kind == EP_SERVICE ? gw_service(c->cl, e->name)
+						      : gw_register(c->cl, e->name);
+			if (r < 0 && r != -EEXIST)
+				rc = r;
+		}
+	}
+	enif_mutex_unlock(c->tx);
+	enif_mutex_unlock(c->rx);
+	return rc < 0 ? error_tuple(env, rc) : a_ok;
+}
+
+/* register(Chan, Name, Pid, endpoint | service, Raw) -> ok | {error, Why} */
+static ERL_NIF_TERM nif_register(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct chan *c;
+	char name[32];
+	ErlNifPid pid;
+	if (!get_chan(env, argv[0], &c) || get_name(env, argv[1], name, sizeof(name)) < 0 ||
+	    !enif_get_local_pid(env, argv[2], &pid) ||
+	    (argv[3] != a_endpoint && argv[3] != a_service))
+		return enif_make_badarg(env);
+	bool service = argv[3] == a_service;
+	enif_mutex_lock(c->rx);
+	int rc = -EPIPE;
+	if (c->cl && !c->dead) {
+		uint32_t id = gw_endpoint_id(name);
+		struct ep_entry *e = ep_find(c, id) ? NULL : ep_add(c, id);
+		rc = !e ? -EEXIST : service ? gw_service(c->cl, name) : gw_register(c->cl, name);
+		if (rc == 0) {
+			*e = (struct ep_entry){ .id = id, .pid = pid, .raw = argv[4] == a_true,
+						.kind = service ? EP_SERVICE : EP_ENDPOINT };
+			memcpy(e->name, name, sizeof(e->name));
+		} else if (e) {
+			c->neps--;
+		}
+	}
+	enif_mutex_unlock(c->rx);
+	return rc < 0 ? error_tuple(env, rc) : a_ok;
+}
+
+/* unregister(Chan, Name) -> ok | {error, Why} */
+static ERL_NIF_TERM nif_unregister(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct chan *c;
+	char name[32];
+	if (!get_chan(env, argv[0], &c) || get_name(env, argv[1], name, sizeof(name)) < 0)
+		return enif_make_badarg(env);
+	enif_mutex_lock(c->rx);
+	struct ep_entry *e = ep_find(c, gw_endpoint_id(name));
+	int rc = -ENOENT;
+	if (e) {
+		e->kind = EP_GONE;
+		c->neps--;
+		rc = c->cl && !c->dead ? gw_unregister(c->cl, name) : 0;
+	}
+	enif_mutex_unlock(c->rx);
+	return rc < 0 && rc != -EPIPE ? error_tuple(env, rc) : a_ok;
+}
+
+/* nodes(Chan) -> [{Id, Name, Up, Self}] | {error, Why} */
+static ERL_NIF_TERM nif_nodes(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct chan *c;
+	if (!get_chan(env, argv[0], &c))
+		return enif_make_badarg(env);
+	struct gw_node_info info[256];
+	enif_mutex_lock(c->rx);
+	int n = c->cl && !c->dead ? gw_nodes(c->cl, info, 256) : -EPIPE;
+	enif_mutex_unlock(c->rx);
+	if (n < 0)
+		return error_tuple(env, n);
+	ERL_NIF_TERM list = enif_make_list(env, 0);
+	for (int i = (n < 256 ? n : 256) - 1; i >= 0; i--) {
+		ERL_NIF_TERM name;
+		size_t len = strnlen(info[i].name, sizeof(info[i].name));
+		memcpy(enif_make_new_binary(env, len, &name), info[i].name, len);
+		list = enif_make_list_cell(env,
+			enif_make_tuple4(env, enif_make_uint(env, info[i].id), name,
+					 info[i].up ? a_true : a_false,
+					 info[i].self ? a_true : a_false),
+			list);
+	}
+	return list;
+}
+
+/* --- sending: normal schedulers, never waiting --- */
+
+/* Note who sent message number next_msg_id (tx held). */
+static void sent_by(struct chan *c, ErlNifEnv *env)
+{
+	struct sent *s = &c->sent[c->next_msg_id & (REJECT_WINDOW - 1)];
+	s->msg_id = c->next_msg_id++;
+	enif_self(env, &s->pid);
+}
+
+static bool get_payload(ErlNifEnv *env, ERL_NIF_TERM t, ErlNifBinary *b)
+{
+	return enif_inspect_binary(env, t, b) || enif_inspect_iolist_as_binary(env, t, b);
+}
+
+/* send(Chan, Node, Endpoint, IoData) and cast(Chan, Node, Service, IoData) */
+static ERL_NIF_TERM send_or_cast(ErlNifEnv *env, const ERL_NIF_TERM argv[], bool cast)
+{
+	struct chan *c;
+	uint16_t node;
+	char name[32];
+	ErlNifBinary b;
+	if (!get_chan(env, argv[0], &c) || !get_node(env, argv[1], &node) ||
+	    !get_payload(env, argv[3], &b))
+		return enif_make_badarg(env);
+	if (get_name(env, argv[2], name, sizeof(name)) < 0)
+		return error_tuple(env, -EINVAL);
+	enif_mutex_lock(c->tx);
+	int rc = -EPIPE;
+	if (c->cl && !c->dead) {
+		rc = cast ? gw_cast(c->cl, node, name, b.data, b.size, 0)
+			  : gw_send(c->cl, node, name, b.data, b.size, 0);
+		if (rc == 0)
+			sent_by(c, env);
+	}
+	enif_mutex_unlock(c->tx);
+	return rc < 0 ? error_tuple(env, rc) : a_ok;
+}
+
+static ERL_NIF_TERM nif_send(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	return send_or_cast(env, argv, false);
+}
+
+static ERL_NIF_TERM nif_cast(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	return send_or_cast(env, argv, true);
+}
+
+/* call(Chan, Node, Service, IoData, TimeoutMs) -> {ok, CallId} | {error, Why};
+ * the outcome comes as {gridwire_reply, Index, CallId, Result}. */
+static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct chan *c;
+	uint16_t node;
+	char name[32];
+	ErlNifBinary b;
+	int timeout;
+	if (!get_chan(env, argv[0], &c) || !get_node(env, argv[1], &node) ||
+	    !get_payload(env, argv[3], &b) || !enif_get_int(env, argv[4], &timeout) ||
+	    timeout <= 0)
+		return enif_make_badarg(env);
+	if (get_name(env, argv[2], name, sizeof(name)) < 0)
+		return error_tuple(env, -EINVAL);
+	uint32_t id = 0;
+	enif_mutex_lock(c->rx);
+	enif_mutex_lock(c->tx);
+	int rc = -EPIPE;
+	if (c->cl && !c->dead) {
+		rc = gw_call_start(c->cl, node, name, b.data, b.size, timeout, &id);
+		if (rc == 0) {
+			sent_by(c, env);
+			struct caller *k = &c->calls[id % GW_CALLS_MAX];
+			k->call_id = id;
+			enif_self(env, &k->pid);
+		}
+	}
+	enif_mutex_unlock(c->tx);
+	enif_mutex_unlock(c->rx);
+	if (rc < 0)
+		return error_tuple(env, rc);
+	return enif_make_tuple2(env, a_ok, enif_make_uint(env, id));
+}
+
+/* forget(Chan, CallId): its outcome is no longer wanted (dropped when it comes). */
+static ERL_NIF_TERM nif_forget(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct chan *c;
+	unsigned id;
+	if (!get_chan(env, argv[0], &c) || !enif_get_uint(env, argv[1], &id))
+		return enif_make_badarg(env);
+	enif_mutex_lock(c->rx);
+	struct caller *k = &c->calls[id % GW_CALLS_MAX];
+	if (k->call_id == id)
+		k->call_id = 0;
+	enif_mutex_unlock(c->rx);
+	return a_ok;
+}
+
+/* respond(Chan, Node, Sender, CallId, Failed, IoData) -> ok | {error, Why} */
+static ERL_NIF_TERM nif_respond(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct chan *c;
+	uint16_t node;
+	unsigned sender, call_id;
+	ErlNifBinary b;
+	if (!get_chan(env, argv[0], &c) || !get_node(env, argv[1], &node) ||
+	    !enif_get_uint(env, argv[2], &sender) || sender > UINT16_MAX ||
+	    !enif_get_uint(env, argv[3], &call_id) || !get_payload(env, argv[5], &b))
+		return enif_make_badarg(env);
+	struct gw_msg req = { .kind = GW_MSG_REQUEST, .node = node, .sender = (uint16_t)sender,
+			      .call_id = call_id };
+	enif_mutex_lock(c->tx);
+	int rc = -EPIPE;
+	if (c->cl && !c->dead) {
+		rc = gw_respond(c->cl, &req, argv[4] == a_true, b.data, b.size, 0);
+		if (rc == 0)
+			sent_by(c, env);
+	}
+	enif_mutex_unlock(c->tx);
+	return rc < 0 ? error_tuple(env, rc) : a_ok;
+}
+
+static ERL_NIF_TERM nif_local_node(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct chan *c;
+	if (!get_chan(env, argv[0], &c))
+		return enif_make_badarg(env);
+	enif_mutex_lock(c->rx);
+	int n = c->cl ? gw_local_node(c->cl) : -EPIPE;
+	enif_mutex_unlock(c->rx);
+	return n < 0 ? error_tuple(env, n) : enif_make_int(env, n);
+}
+
+static ERL_NIF_TERM nif_node_up(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct chan *c;
+	uint16_t node;
+	if (!get_chan(env, argv[0], &c) || !get_node(env, argv[1], &node))
+		return enif_make_badarg(env);
+	enif_mutex_lock(c->tx);
+	int up = c->cl && !c->dead && gw_node_up(c->cl, node);
+	enif_mutex_unlock(c->tx);
+	return up ? a_true : a_false;
+}
+
+static ERL_NIF_TERM nif_msg_max(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct chan *c;
+	if (!get_chan(env, argv[0], &c))
+		return enif_make_badarg(env);
+	enif_mutex_lock(c->tx);
+	size_t n = c->cl ? gw_msg_max(c->cl) : 0;
+	enif_mutex_unlock(c->tx);
+	return enif_make_uint64(env, n);
+}
+
+/* --- draining: the channel's process --- */
+
+/* The payload as a term (safe) or, raw or undecodable, a binary. */
+static ERL_NIF_TERM payload(struct chan *c, const struct gw_msg *m, bool raw, bool *bad)
+{
+	ERL_NIF_TERM t;
+	*bad = false;
+	if (!raw && m->len &&
+	    enif_binary_to_term(c->msg_env, m->data, m->len, &t, ERL_NIF_BIN2TERM_SAFE) == m->len)
+		return t;
+	*bad = !raw;
+	memcpy(enif_make_new_binary(c->msg_env, m->len, &t), m->data, m->len);
+	return t;
+}
+
+/* How a call ended, in ecall's words. */
+static ERL_NIF_TERM outcome(struct chan *c, const struct gw_msg *m)
+{
+	ErlNifEnv *e = c->msg_env;
+	bool bad;
+	switch (m->error) {
+	case 0: return enif_make_tuple2(e, a_ok, payload(c, m, false, &bad));
+	case -EREMOTEIO: return enif_make_tuple2(e, a_error, payload(c, m, false, &bad));
+	case -ETIMEDOUT: return enif_make_tuple2(e, a_error, a_timeout);
+	case -ENOENT: return enif_make_tuple2(e, a_error, a_noservice);
+	case -ENOBUFS: return enif_make_tuple2(e, a_error, a_overload);
+	case -EHOSTDOWN: return enif_make_tuple2(e, a_badrpc, a_nodedown);
+	case -EHOSTUNREACH: return enif_make_tuple2(e, a_badrpc, a_unreachable);
+	default: return enif_make_tuple2(e, a_error, errno_atom(e, m->error));
+	}
+}
+
+/*
+ * Hand one message to its process (rx held). Returns the entry whose
+ * owner's mailbox is due a look, or NULL.
+ */
+static struct ep_entry *dispatch(ErlNifEnv *env, struct chan *c, const struct gw_msg *m)
+{
+	ErlNifEnv *e = c->msg_env;
+	ERL_NIF_TERM msg, from = enif_make_uint(e, m->node);
+	ErlNifPid to = c->owner;
+	struct ep_entry *ep = NULL;
+	bool bad = false;
+	switch (m->kind) {
+	case GW_MSG_DATA:
+	case GW_MSG_CAST:
+	case GW_MSG_REQUEST:
+		ep = ep_find(c, m->endpoint);
+		if (!ep) { /* unregistered meanwhile: the channel's process counts it */
+			msg = enif_make_tuple3(e, a_gridwire_orphan, from,
+					       enif_make_uint(e, m->endpoint));
+			break;
+		}
+		to = ep->pid;
+		if (m->kind == GW_MSG_DATA)
+			msg = enif_make_tuple3(e, a_gridwire, from, payload(c, m, ep->raw, &bad));
+		else if (m->kind == GW_MSG_CAST)
+			msg = enif_make_tuple3(e, a_gridwire_cast, from, payload(c, m, false, &bad));
+		else
+			msg = enif_make_tuple5(e, a_gridwire_request, from,
+					       enif_make_uint(e, m->sender),
+					       enif_make_uint(e, m->call_id),
+					       payload(c, m, false, &bad));
+		if (bad) {
+			c->bad_terms++;
+			msg = enif_make_tuple3(e, a_gridwire_bad_term, from,
+					       payload(c, m, true, &bad));
+		}
+		break;
+	case GW_MSG_REPLY: {
+		struct caller *k = &c->calls[m->call_id % GW_CALLS_MAX];
+		if (k->call_id != m->call_id)
+			return NULL; /* its caller is gone (closed) */
+		k->call_id = 0;
+		to = k->pid;
+		msg = enif_make_tuple4(e, a_gridwire_reply, enif_make_int(e, c->index),
+				       enif_make_uint(e, m->call_id), outcome(c, m));
+		break;
+	}
+	case GW_MSG_REJECT: {
+		struct sent *s = &c->sent[m->msg_id & (REJECT_WINDOW - 1)];
+		if (s->msg_id == m->msg_id && m->msg_id < c->next_msg_id)
+			to = s->pid;
+		else
+			c->rejects_unrouted++;
+		msg = enif_make_tuple4(e, a_gridwire_reject, from, enif_make_uint(e, m->endpoint),
+				       errno_atom(e, m->error));
+		break;
+	}
+	default:
+		return NULL;
+	}
+	if (!enif_send(env, &to, e, msg) && ep) /* the owner is gone: its monitor will tell */
+		ep = NULL;
+	enif_clear_env(e);
+	c->delivered++;
+	if (ep && ++ep->unchecked >= CHECK_EVERY) {
+		ep->unchecked = 0;
+		return ep;
+	}
+	return NULL;
+}
+
+/*
+ * drain(Chan, Max) -> {Status, Due}: hands out up to Max messages. Status:
+ * more (Max handed out), armed (empty; {select, ...} comes with the next),
+ * {wait, Ms} (armed, and calls in flight want a look within Ms), closed
+ * (the gateway went away). Due: the processes whose mailboxes are due a
+ * look (each at most once, in no order).
+ */
+static ERL_NIF_TERM nif_drain(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct chan *c;
+	unsigned max;
+	if (!get_chan(env, argv[0], &c) || !enif_get_uint(env, argv[1], &max))
+		return enif_make_badarg(env);
+	ERL_NIF_TERM due = enif_make_list(env, 0), status = a_more;
+	enif_mutex_lock(c->rx);
+	if (!c->cl || c->dead) {
+		enif_mutex_unlock(c->rx);
+		return enif_make_tuple2(env, a_closed, due);
+	}
+	unsigned n = 0;
+	while (n < max) {
+		struct gw_msg m;
+		int rc = gw_recv(c->cl, &m, 0);
+		if (rc == 0) {
+			struct ep_entry *ep = dispatch(env, c, &m);
+			if (ep)
+				due = enif_make_list_cell(env, enif_make_pid(env, &ep->pid), due);
+			n++;
+			continue;
+		}
+		if (rc == -EAGAIN)
+			rc = gw_arm(c->cl, GW_WAIT_RECV);
+		if (rc == 1)
+			continue;
+		if (rc == 0) {
+			for (int i = 0; i < 2; i++)
+				enif_select(env, (ErlNifEvent)c->fds[i], ERL_NIF_SELECT_READ, c, NULL,
+					    i ? a_hup : a_rx);
+			int ms = gw_wait_ms(c->cl);
+			status = ms < 0 ? a_armed : enif_make_tuple2(env, a_wait, enif_make_int(env, ms));
+		} else {
+			c->dead = true;
+			status = a_closed;
+		}
+		break;
+	}
+	enif_mutex_unlock(c->rx);
+	if (n) /* about a microsecond a message, of a 1 ms slice */
+		enif_consume_timeslice(env, n >= 1000 ? 100 : (int)(n / 10 + 1));
+	return enif_make_tuple2(env, status, due);
+}
+
+/* stats(Chan) -> #{delivered, rejects_unrouted, bad_terms, endpoints} */
+static ERL_NIF_TERM nif_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct chan *c;
+	if (!get_chan(env, argv[0], &c))
+		return enif_make_badarg(env);
+	enif_mutex_lock(c->rx);
+	ERL_NIF_TERM keys[] = { enif_make_atom(env, "delivered"),
+				enif_make_atom(env, "rejects_unrouted"),
+				enif_make_atom(env, "bad_terms"), enif_make_atom(env, "endpoints") };
+	ERL_NIF_TERM vals[] = { enif_make_uint64(env, c->delivered),
+				enif_make_uint64(env, c->rejects_unrouted),
+				enif_make_uint64(env, c->bad_terms), enif_make_uint(env, c->neps) };
+	enif_mutex_unlock(c->rx);
+	ERL_NIF_TERM map;
+	enif_make_map_from_arrays(env, keys, vals, 4, &map);
+	return map;
+}
+
+static ERL_NIF_TERM nif_endpoint_id(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	char name[32];
+	if (get_name(env, argv[0], name, sizeof(name)) < 0)
+		return enif_make_badarg(env);
+	return enif_make_uint(env, gw_endpoint_id(name));
+}
+
+static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info)
+{
+	ErlNifResourceTypeInit init = { .dtor = chan_dtor, .stop = chan_stop };
+	chan_type = enif_open_resource_type_x(env, "gridwire_chan", &init, ERL_NIF_RT_CREATE,
+					      NULL);
+	if (!chan_type)
+		return -1;
+#define A(v, s) v = enif_make_atom(env, s)
+	A(a_ok, "ok"); A(a_error, "error"); A(a_eagain, "eagain"); A(a_epipe, "epipe");
+	A(a_emsgsize, "emsgsize"); A(a_hostunreach, "ehostunreach"); A(a_einval, "einval");
+	A(a_eexist, "eexist"); A(a_eperm, "eperm"); A(a_enospc, "enospc"); A(a_enoent, "enoent");
+	A(a_ebusy, "ebusy"); A(a_econnrefused, "econnrefused"); A(a_eacces, "eacces");
+	A(a_timeout, "timeout"); A(a_nodedown, "nodedown"); A(a_noservice, "noservice");
+	A(a_overload, "overload"); A(a_more, "more"); A(a_armed, "armed");
+	A(a_wait, "wait"); A(a_closed, "closed"); A(a_gridwire, "gridwire");
+	A(a_gridwire_cast, "gridwire_cast"); A(a_gridwire_request, "gridwire_request");
+	A(a_gridwire_reply, "gridwire_reply"); A(a_gridwire_reject, "gridwire_reject");
+	A(a_gridwire_bad_term, "gridwire_bad_term"); A(a_badrpc, "badrpc"); A(a_rx, "rx");
+	A(a_hup, "hup"); A(a_true, "true"); A(a_false, "false"); A(a_endpoint, "endpoint");
+	A(a_service, "service"); A(a_unreachable, "unreachable"); A(a_enomem, "enomem");
+	A(a_gridwire_orphan, "gridwire_orphan");
+#undef A
+	return 0;
+}
+
+#define DIRTY ERL_NIF_DIRTY_JOB_IO_BOUND
+static ErlNifFunc funcs[] = {
+	{ "open", 2, nif_open, DIRTY },
+	{ "close", 1, nif_close, DIRTY },
+	{ "reconnect", 2, nif_reconnect, DIRTY },
+	{ "register", 5, nif_register, DIRTY },
+	{ "unregister", 2, nif_unregister, DIRTY },
+	{ "nodes", 1, nif_nodes, DIRTY },
+	{ "send", 4, nif_send, 0 },
+	{ "cast", 4, nif_cast, 0 },
+	{ "call", 5, nif_call, 0 },
+	{ "forget", 2, nif_forget, 0 },
+	{ "respond", 6, nif_respond, 0 },
+	{ "drain", 2, nif_drain, 0 },
+	{ "local_node", 1, nif_local_node, 0 },
+	{ "node_up", 2, nif_node_up, 0 },
+	{ "msg_max", 1, nif_msg_max, 0 },
+	{ "stats", 1, nif_stats, 0 },
+	{ "endpoint_id", 1, nif_endpoint_id, 0 },
+};
+
+ERL_NIF_INIT(gridwire_nif, funcs, load, NULL, NULL, NULL)

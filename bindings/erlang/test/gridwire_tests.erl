@@ -1,0 +1,329 @@
+%% SPDX-License-Identifier: BSD-3-Clause
+%% The binding against two real gateways (test/integration/test_erlang.sh
+%% starts them): this VM uses node A's, a peer VM (started here) node B's.
+%% Environment: GW_SOCK_A, GW_SOCK_B, GW_NODE_A, GW_NODE_B, GW_EBIN, and
+%% GW_RESTART_A (a command that kills node A's gateway and starts it again).
+-module(gridwire_tests).
+-include_lib("eunit/include/eunit.hrl").
+-export([sink/3, sink_result/1, slow_sink/2, slow_release/1, counter/0, count/1,
+         serve_b/0, mailbox/1]).
+
+-define(T, 2000).
+
+env(K) -> os:getenv(K).
+node_a() -> list_to_integer(env("GW_NODE_A")).
+node_b() -> list_to_integer(env("GW_NODE_B")).
+
+%% --- the far side, run in the peer VM ---
+
+%% A registered endpoint that checks each sender's messages {S, Seq} come
+%% in order (Seq rising), and counts them; with every message received,
+%% rising means once each and none missing.
+sink(Name, ExpectSenders, _) ->
+    Parent = self(),
+    Pid = spawn(fun() ->
+                        ok = gridwire:register(Name),
+                        Parent ! registered,
+                        sink_loop(#{}, 0, 0, ExpectSenders)
+                end),
+    receive registered -> ok after 5000 -> error(sink_not_registered) end,
+    true = erlang:register(list_to_atom("sink_" ++ binary_to_list(Name)), Pid),
+    ok.
+
+sink_loop(Last, N, Bad, E) ->
+    receive
+        {gridwire, _From, {S, Seq}} ->
+            Ok = Seq > maps:get(S, Last, 0), % never backwards nor twice
+            sink_loop(Last#{S => Seq}, N + 1, Bad + (case Ok of true -> 0; false -> 1 end), E);
+        {result, To} ->
+            To ! {result, #{received => N, out_of_order => Bad, senders => map_size(Last),
+                            last => Last}},
+            sink_loop(Last, N, Bad, E);
+        {gridwire, _, stop} -> ok
+    end.
+
+sink_result(Name) ->
+    P = whereis(list_to_atom("sink_" ++ binary_to_list(Name))),
+    P ! {result, self()},
+    receive {result, R} -> R after 5000 -> timeout end.
+
+%% An endpoint that reads nothing until released, with a small mailbox bound.
+slow_sink(Name, Max) ->
+    Parent = self(),
+    Pid = spawn(fun() ->
+                        ok = gridwire:register(Name, #{max_mailbox => Max}),
+                        Parent ! registered,
+                        receive release -> ok end,
+                        slow_count(0)
+                end),
+    receive registered -> ok end,
+    true = erlang:register(slow_sink, Pid),
+    ok.
+
+slow_count(N) ->
+    receive
+        {gridwire, _, _} -> slow_count(N + 1);
+        {count, To} -> To ! {count, N}, slow_count(N)
+    after 0 ->
+        receive
+            {gridwire, _, _} -> slow_count(N + 1);
+            {count, To} -> To ! {count, N}, slow_count(N)
+        end
+    end.
+
+mailbox(Name) ->
+    {message_queue_len, L} = erlang:process_info(whereis(Name), message_queue_len),
+    L.
+
+slow_release(count) ->
+    slow_sink ! {count, self()},
+    receive {count, N} -> N end;
+slow_release(go) ->
+    slow_sink ! release,
+    ok.
+
+%% A counter the cast handlers bump.
+counter() ->
+    Pid = spawn(fun() -> counter_loop(#{}) end),
+    true = erlang:register(gw_counter, Pid),
+    ok.
+counter_loop(M) ->
+    receive
+        {bump, K} -> counter_loop(M#{K => maps:get(K, M, 0) + 1});
+        {get, K, To} -> To ! {count, maps:get(K, M, 0)}, counter_loop(M)
+    end.
+count(K) ->
+    gw_counter ! {get, K, self()},
+    receive {count, N} -> N end.
+
+serve_b() ->
+    ok = counter(),
+    {ok, _} = gridwire:serve(<<"echo">>, fun echo/1),
+    {ok, _} = gridwire:serve(<<"who">>, fun(_) -> {ok, b} end),
+    {ok, _} = gridwire:serve(<<"picky">>, fun(_) -> {ok, b} end),
+    {ok, _} = gridwire:serve(<<"bump">>, fun(K) -> gw_counter ! {bump, K}, {ok, done} end),
+    ok.
+
+echo({echo, X}) -> {ok, X};
+echo({fail, R}) -> {error, R};
+echo(crash) -> error(boom);
+echo({sleep, Ms}) -> timer:sleep(Ms), {ok, slept};
+echo(bad) -> weird.
+
+%% --- fixture ---
+
+setup() ->
+    ok = gridwire:start(#{socket => env("GW_SOCK_A"), channels => 4}),
+    {ok, Peer, _} = peer:start_link(#{connection => standard_io,
+                                      args => ["-pa", env("GW_EBIN"), "+S", "4"]}),
+    ok = peer:call(Peer, gridwire, start, [#{socket => env("GW_SOCK_B"), channels => 2}]),
+    ok = peer:call(Peer, ?MODULE, serve_b, []),
+    {ok, _} = gridwire:serve(<<"who">>, fun(_) -> {ok, a} end),
+    {ok, _} = gridwire:serve(<<"picky">>, fun(_) -> {error, no} end),
+    {ok, _} = gridwire:serve(<<"echo">>, fun echo/1),
+    ok = wait_up(node_b(), 100),
+    Peer.
+
+wait_up(_, 0) -> error(node_b_not_up);
+wait_up(N, K) ->
+    case gridwire:node_up(N) of
+        true -> ok;
+        false -> timer:sleep(100), wait_up(N, K - 1)
+    end.
+
+cleanup(Peer) ->
+    peer:stop(Peer),
+    gridwire:stop().
+
+gridwire_test_() ->
+    {setup, fun setup/0, fun cleanup/1,
+     fun(Peer) ->
+             {inorder,
+              [{"per-process order, 1,000 senders", {timeout, 120, fun() -> order(Peer) end}},
+               {"every call outcome", {timeout, 60, fun() -> outcomes() end}},
+               {"1,000 concurrent callers", {timeout, 60, fun() -> callers() end}},
+               {"pattern policies, live", {timeout, 60, fun() -> patterns(Peer) end}},
+               {"a slow receiver: bounded mailbox, the rest rejected to its sender",
+                {timeout, 120, fun() -> bounded(Peer) end}},
+               {"processes killed", {timeout, 60, fun() -> killed(Peer) end}},
+               {"the gateway restarted", {timeout, 120, fun() -> restarted(Peer) end}}]}
+     end}.
+
+%% --- the tests ---
+
+order(Peer) ->
+    Senders = 1000, Each = 50,
+    ok = peer:call(Peer, ?MODULE, sink, [<<"sink">>, Senders, Each]),
+    Self = self(),
+    [spawn(fun() ->
+                   [ok = gridwire:send(node_b(), <<"sink">>, {S, Q}, 10000)
+                    || Q <- lists:seq(1, Each)],
+                   Self ! {sent, S}
+           end) || S <- lists:seq(1, Senders)],
+    [receive {sent, S} -> ok after 60000 -> error({sender_stuck, S}) end
+     || S <- lists:seq(1, Senders)],
+    R = wait_for(fun() -> peer:call(Peer, ?MODULE, sink_result, [<<"sink">>]) end,
+                 fun(#{received := N}) -> N >= Senders * Each end, 300),
+    ?assertMatch(#{received := 50000, out_of_order := 0, senders := 1000}, R),
+    %% No REJECT came back to any sender: the test process saw none either.
+    receive {gridwire_reject, _, _, _} = Rj -> error({reject, Rj}) after 0 -> ok end.
+
+outcomes() ->
+    B = node_b(),
+    ?assertEqual({ok, 1}, gridwire:call(B, <<"echo">>, {echo, 1}, ?T)),
+    ?assertEqual({ok, #{nested => [x, {y}]}},
+                 gridwire:call(B, echo, {echo, #{nested => [x, {y}]}}, ?T)),
+    ?assertEqual({error, no}, gridwire:call(B, <<"echo">>, {fail, no}, ?T)),
+    ?assertMatch({error, {'EXIT', {error, boom}}}, gridwire:call(B, <<"echo">>, crash, ?T)),
+    ?assertEqual({error, {bad_return, weird}}, gridwire:call(B, <<"echo">>, bad, ?T)),
+    ?assertEqual({error, timeout}, gridwire:call(B, <<"echo">>, {sleep, 1000}, 200)),
+    ?assertEqual({error, noservice}, gridwire:call(B, <<"nosuch">>, x, ?T)),
+    ?assertEqual({badrpc, unreachable}, gridwire:call(77, <<"echo">>, x, ?T)),
+    %% This node's own services, without the wire.
+    ?assertEqual({ok, 2}, gridwire:call(node_a(), <<"echo">>, {echo, 2}, ?T)),
+    %% Bad input: one clear error, nothing harmed.
+    ?assertEqual({error, einval}, gridwire:send(B, <<"has space">>, x)),
+    ?assertEqual({error, einval}, gridwire:send(B, <<"0123456789012345678901234567890123">>, x)),
+    ?assertEqual({error, emsgsize}, gridwire:send(B, <<"sink">>, binary:copy(<<1>>, 100000))),
+    ?assertEqual({error, ehostunreach}, gridwire:send(77, <<"sink">>, x)),
+    ?assertError(badarg, gridwire_nif:send(not_a_channel, 1, <<"x">>, <<>>)),
+    ?assertEqual({ok, 3}, gridwire:call(B, <<"echo">>, {echo, 3}, ?T)).
+
+callers() ->
+    Self = self(),
+    N = 1000,
+    [spawn(fun() -> Self ! {done, I, gridwire:call(node_b(), <<"echo">>, {echo, I}, 10000)} end)
+     || I <- lists:seq(1, N)],
+    Got = [receive {done, I, R} -> R after 30000 -> timeout end || I <- lists:seq(1, N)],
+    ?assertEqual([{ok, I} || I <- lists:seq(1, N)], Got).
+
+patterns(Peer) ->
+    A = node_a(), B = node_b(), X = 77,
+    %% The policies alone.
+    ?assert(gridwire:outcome_counts({error, x}, false)),
+    ?assertNot(gridwire:outcome_counts({badrpc, nodedown}, false)),
+    ?assert(gridwire:outcome_counts({badrpc, nodedown}, true)),
+    ?assertEqual({error, e}, gridwire:pick_best({badrpc, unreachable}, {{error, e}, false})),
+    ?assertEqual({error, e}, gridwire:pick_best({error, e}, {{badrpc, nodedown}, false})),
+    ?assertEqual({badrpc, nodedown}, gridwire:pick_best({error, e}, {{badrpc, nodedown}, true})),
+    %% Against the two gateways and a node that is not there.
+    ?assertMatch({ok, V} when V =:= a; V =:= b, gridwire:call_any([X, A, B], <<"who">>, q, ?T)),
+    ?assertEqual({badrpc, unreachable}, gridwire:call_any([X], <<"who">>, q, ?T)),
+    ?assertEqual({ok, b}, gridwire:call_any([A, B], <<"picky">>, q, ?T)),
+    ?assertEqual({ok, [{A, a}, {B, b}]}, gridwire:call_all([A, X, B], <<"who">>, q, ?T)),
+    ?assertEqual({badrpc, unreachable},
+                 gridwire:call_all([A, X, B], <<"who">>, q, ?T, #{strict => true})),
+    ?assertEqual({error, no}, gridwire:call_all([A, B], <<"picky">>, q, ?T)),
+    ?assertEqual({ok, b}, gridwire:call_one([X, A, B], <<"picky">>, q, ?T)),
+    ?assertEqual({error, no}, gridwire:call_one([X, A], <<"picky">>, q, ?T)),
+    ?assertEqual({badrpc, unreachable}, gridwire:call_one([X], <<"picky">>, q, ?T)),
+    ?assertEqual({[{B, b}], [{A, {error, no}}, {X, {badrpc, unreachable}}]},
+                 gridwire:call_all_wait([A, B, X], <<"picky">>, q, ?T)),
+    ?assertEqual({error, einval}, gridwire:call_any([], <<"who">>, q, ?T)),
+    %% Casts: the local node first; every node; strict.
+    ?assertEqual({ok, A}, gridwire:cast_one([B, A], <<"who">>, q)),
+    ?assertEqual({ok, B}, gridwire:cast_one([X, B], <<"bump">>, one)),
+    ?assertEqual(ok, gridwire:cast_all([B, X], <<"bump">>, all)),
+    ?assertEqual({badrpc, unreachable}, gridwire:cast_all([B, X], <<"bump">>, all, #{strict => true})),
+    ?assertEqual(ok, gridwire:cast(B, <<"bump">>, plain)),
+    C = wait_for(fun() -> [peer:call(Peer, ?MODULE, count, [K]) || K <- [one, all, plain]] end,
+                 fun(L) -> L =:= [1, 2, 1] end, 50),
+    ?assertEqual([1, 2, 1], C),
+    %% The node list.
+    Nodes = gridwire:nodes(),
+    ?assertMatch({A, _, up, self}, lists:keyfind(A, 1, Nodes)),
+    ?assertMatch({B, _, up, peer}, lists:keyfind(B, 1, Nodes)),
+    {B, NameB, up, peer} = lists:keyfind(B, 1, Nodes),
+    ?assertEqual({ok, b}, gridwire:call(NameB, <<"who">>, q, ?T)).
+
+bounded(Peer) ->
+    Max = 500, Sent = 20000,
+    ok = peer:call(Peer, ?MODULE, slow_sink, [<<"slow">>, Max]),
+    Self = self(),
+    Sender = spawn(fun() ->
+                           [ok = gridwire:send(node_b(), <<"slow">>, {1, Q}, 10000)
+                            || Q <- lists:seq(1, Sent)],
+                           Self ! sent,
+                           Self ! {rejects, rejects(0, 3000)}
+                   end),
+    Peak = peak(Peer, 0, 40),
+    receive sent -> ok after 60000 -> error(sender_stuck) end,
+    Rejected = receive {rejects, R} -> R after 60000 -> error(no_reject_count) end,
+    ok = peer:call(Peer, ?MODULE, slow_release, [go]),
+    Received = wait_for(fun() -> peer:call(Peer, ?MODULE, slow_release, [count]) end,
+                        fun(N) -> N + Rejected >= Sent end, 100),
+    exit(Sender, kill),
+    io:format(user, "~n    slow receiver: peak mailbox ~b (bound ~b + a batch), ~b received, "
+              "~b rejected to the sender~n", [Peak, Max, Received, Rejected]),
+    ?assert(Peak =< Max + 64 + 256),
+    ?assert(Rejected > 0),
+    ?assertEqual(Sent, Received + Rejected).
+
+%% The REJECTs a sender gets until none comes for Quiet ms.
+rejects(N, Quiet) ->
+    receive {gridwire_reject, _, _, _} -> rejects(N + 1, Quiet) after Quiet -> N end.
+
+peak(_, P, 0) -> P;
+peak(Peer, P, K) ->
+    timer:sleep(50),
+    peak(Peer, max(P, peer:call(Peer, ?MODULE, mailbox, [slow_sink])), K - 1).
+
+killed(Peer) ->
+    ok = peer:call(Peer, ?MODULE, sink, [<<"sink2">>, 200, 0]),
+    Ps = [spawn(fun F() -> gridwire:send(node_b(), <<"sink2">>, {self(), x}), F() end)
+          || _ <- lists:seq(1, 200)],
+    timer:sleep(200),
+    [exit(P, kill) || P <- Ps],
+    %% A registered process killed: its name is free again.
+    Owner = spawn(fun() -> ok = gridwire:register(<<"mine">>), receive _ -> ok end end),
+    timer:sleep(100),
+    ?assertEqual({error, eexist}, gridwire:register(<<"mine">>)),
+    exit(Owner, kill),
+    ?assertEqual(ok, wait_for(fun() -> gridwire:register(<<"mine">>) end,
+                              fun(R) -> R =:= ok end, 50)),
+    ok = gridwire:unregister(<<"mine">>),
+    ?assertEqual({ok, 4}, gridwire:call(node_b(), <<"echo">>, {echo, 4}, ?T)).
+
+restarted(Peer) ->
+    ok = peer:call(Peer, ?MODULE, sink, [<<"sink3">>, 10, 0]),
+    Self = self(),
+    %% Ten senders, each numbering what the gateway took (ok), through the restart.
+    Ps = [spawn(fun() -> restart_sender(S, 1, 0, Self) end) || S <- lists:seq(1, 10)],
+    timer:sleep(300),
+    os:cmd(env("GW_RESTART_A")),
+    ok = wait_up(node_b(), 200),
+    timer:sleep(500),
+    [P ! stop || P <- Ps],
+    Stats = [receive {stopped, S, Last, Epipes} -> {S, Last, Epipes} after 20000 -> error(stuck) end
+             || S <- lists:seq(1, 10)],
+    Epipes = lists:sum([E || {_, _, E} <- Stats]),
+    R = wait_for(fun() -> peer:call(Peer, ?MODULE, sink_result, [<<"sink3">>]) end,
+                 fun(#{last := L}) -> lists:all(fun({S, Last, _}) -> maps:get(S, L, 0) >= Last end,
+                                                Stats) end, 50),
+    io:format(user, "~n    restart: ~b sends refused with epipe; ~b delivered, out of order ~b~n",
+              [Epipes, maps:get(received, R), maps:get(out_of_order, R)]),
+    ?assert(Epipes > 0),
+    ?assertEqual(0, maps:get(out_of_order, R)),
+    %% The last message of each sender, sent after the reconnect, arrived.
+    [?assertEqual(Last, maps:get(S, maps:get(last, R), 0)) || {S, Last, _} <- Stats],
+    ?assertEqual({ok, 5}, gridwire:call(node_b(), <<"echo">>, {echo, 5}, ?T)).
+
+%% Sends {S, Seq}, Seq counting the sends the gateway took; what went with
+%% the old gateway is lost, so numbers restart after a gap: the sink sees
+%% each sender's numbers in order, possibly with a gap, never backwards.
+restart_sender(S, Seq, Epipes, To) ->
+    receive stop -> To ! {stopped, S, Seq - 1, Epipes}
+    after 0 ->
+        case gridwire:send(node_b(), <<"sink3">>, {S, Seq}) of
+            ok -> timer:sleep(1), restart_sender(S, Seq + 1, Epipes, To);
+            {error, epipe} -> timer:sleep(5), restart_sender(S, Seq, Epipes + 1, To);
+            {error, _} -> timer:sleep(5), restart_sender(S, Seq, Epipes, To)
+        end
+    end.
+
+wait_for(F, Done, Tries) ->
+    R = F(),
+    case Done(R) orelse Tries =< 0 of
+        true -> R;
+        false -> timer:sleep(100), wait_for(F, Done, Tries - 1)
+    end.

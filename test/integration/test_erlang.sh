@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The Erlang binding (bindings/erlang) against two real gateways on the
+# kernel-bypass cable: its EUnit suite (gridwire_tests) runs in a VM with
+# four schedulers on alpha's gateway, with a peer VM on beta's. Per-process
+# order with 1,000 senders, every call outcome and pattern policy, a slow
+# receiver's bounded mailbox (the rest REJECTed to its sender), processes
+# killed, alpha's gateway killed and restarted under the senders; then the
+# application stopped and the NIF purged, with no descriptor left open.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+ROOT=$(gw_root)
+
+# Called back by the suite (GW_RESTART_A): kill alpha's gateway, start it again.
+if [[ ${1:-} == restart-alpha ]]; then
+    work=$2
+    ups=$(grep -c "peer 2 (beta) is up" "$work/alpha.log")
+    kill -9 "$(cat "$work/alpha.pid")"
+    sleep 1.5 # past peer_timeout_ms: beta declares alpha down
+    gw_gateway_start "$work" 0 >"$work/alpha.pid"
+    for _ in $(seq 300); do
+        (($(grep -c "peer 2 (beta) is up" "$work/alpha.log") > ups)) && exit 0
+        sleep 0.1
+    done
+    exit 1
+fi
+
+EBIN=$ROOT/build/bindings/erlang
+[[ -f $EBIN/gridwire_nif.so && -f $EBIN/gridwire_tests.beam ]] ||
+    gw_die "no Erlang binding in $EBIN (is erlang-dev installed? ./scripts/gw build)"
+gw_workdir erlang
+gw_ns_up >/dev/null
+gw_gateways_up "$work"
+echo "$GW_PID_A" >"$work/alpha.pid"
+_gw_stop_alpha() { kill -9 "$(cat "$work/alpha.pid")" 2>/dev/null || true; }
+gw_cleanup_push _gw_stop_alpha
+
+export GW_SOCK_A=/run/gridwire/alpha.sock GW_SOCK_B=/run/gridwire/beta.sock GW_NODE_A=1 \
+    GW_NODE_B=2 GW_EBIN=$EBIN GW_RESTART_A="$ROOT/test/integration/test_erlang.sh restart-alpha $work"
+fail=0
+erl -noshell +S 4 -pa "$EBIN" -eval '
+    Fds = fun() -> {ok, L} = file:list_dir("/proc/self/fd"), length(L) end,
+    Before = Fds(),
+    R = eunit:test(gridwire_tests, [verbose]),
+    application:stop(gridwire),
+    code:delete(gridwire_nif), code:purge(gridwire_nif),
+    [erlang:garbage_collect(P) || P <- processes()],
+    timer:sleep(200),
+    After = Fds(),
+    io:format("descriptors: ~b before the suite, ~b after the application stopped~n",
+              [Before, After]),
+    After > Before andalso
+        [io:format("  ~s -> ~s~n", [F, element(2, file:read_link("/proc/self/fd/" ++ F))])
+         || F <- element(2, file:list_dir("/proc/self/fd"))],
+    halt(case {R, After =< Before} of {ok, true} -> 0; _ -> 1 end).' \
+    >"$work/eunit.log" 2>&1 || fail=1
+cat "$work/eunit.log"
+exit $fail
