@@ -77,7 +77,8 @@ static ERL_NIF_TERM a_ok, a_error, a_eagain, a_epipe, a_emsgsize, a_hostunreach,
 	a_nodedown, a_noservice, a_overload, a_more, a_armed, a_wait, a_closed,
 	a_gridwire, a_gridwire_cast, a_gridwire_request, a_gridwire_reply, a_gridwire_reject,
 	a_gridwire_bad_term, a_badrpc, a_rx, a_hup, a_true, a_false, a_endpoint, a_service,
-	a_unreachable, a_enomem, a_gridwire_orphan;
+	a_unreachable, a_enomem, a_gridwire_orphan, a_gridwire_gateway_lost, a_enobufs,
+	a_ehostdown;
 
 /* --- errors --- */
 
@@ -98,6 +99,8 @@ static ERL_NIF_TERM errno_atom(ErlNifEnv *env, int err)
 	case -EACCES: return a_eacces;
 	case -ENOMEM: return a_enomem;
 	case -ETIMEDOUT: return a_timeout;
+	case -ENOBUFS: return a_enobufs;
+	case -EHOSTDOWN: return a_ehostdown;
 	default: return enif_make_int(env, err);
 	}
 }
@@ -265,6 +268,42 @@ static void fail_calls(ErlNifEnv *env, struct chan *c)
 	}
 }
 
+/*
+ * The gateway went away with whatever it had taken and not delivered:
+ * each process that sent within the window hears so, once
+ * ({gridwire_gateway_lost, Index}), and the window starts afresh (the next
+ * client counts its sends from 0). rx and tx held.
+ */
+static void tell_lost(ErlNifEnv *env, struct chan *c)
+{
+	enum { SET = 1u << 16 };
+	ERL_NIF_TERM *told = calloc(SET, sizeof(*told));
+	unsigned ntold = 0;
+	uint32_t first = c->next_msg_id > REJECT_WINDOW ? c->next_msg_id - REJECT_WINDOW : 0;
+	for (uint32_t id = first; id != c->next_msg_id; id++) {
+		struct sent *s = &c->sent[id & (REJECT_WINDOW - 1)];
+		if (s->msg_id != id)
+			continue;
+		/* A set of the pids told so far; past its size, some hear twice. */
+		ERL_NIF_TERM key = s->pid.pid;
+		unsigned h = (unsigned)(key * 0x9e3779b97f4a7c15ull >> 48) & (SET - 1), k = 0;
+		while (told && told[h] && told[h] != key && k++ < 64)
+			h = (h + 1) & (SET - 1);
+		if (told && told[h] == key)
+			continue;
+		if (told && !told[h] && ntold < SET / 2) {
+			told[h] = key;
+			ntold++;
+		}
+		enif_send(env, &s->pid, c->msg_env,
+			  enif_make_tuple2(c->msg_env, a_gridwire_gateway_lost,
+					   enif_make_int(c->msg_env, c->index)));
+		enif_clear_env(c->msg_env);
+	}
+	free(told);
+	memset(c->sent, 0, REJECT_WINDOW * sizeof(*c->sent));
+}
+
 /* close(Chan): stop watching, drop the client. */
 static ERL_NIF_TERM nif_close(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
@@ -348,17 +387,20 @@ static ERL_NIF_TERM nif_register(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
 	return rc < 0 ? error_tuple(env, rc) : a_ok;
 }
 
-/* unregister(Chan, Name) -> ok | {error, Why} */
+/* unregister(Chan, Name, Pid) -> ok | {error, Why}: Pid's registration of
+ * Name (a name taken meanwhile by another process stays). */
 static ERL_NIF_TERM nif_unregister(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
 	struct chan *c;
 	char name[32];
-	if (!get_chan(env, argv[0], &c) || get_name(env, argv[1], name, sizeof(name)) < 0)
+	ErlNifPid pid;
+	if (!get_chan(env, argv[0], &c) || get_name(env, argv[1], name, sizeof(name)) < 0 ||
+	    !enif_get_local_pid(env, argv[2], &pid))
 		return enif_make_badarg(env);
 	enif_mutex_lock(c->rx);
 	struct ep_entry *e = ep_find(c, gw_endpoint_id(name));
 	int rc = -ENOENT;
-	if (e) {
+	if (e && !enif_compare_pids(&e->pid, &pid)) {
 		e->kind = EP_GONE;
 		c->neps--;
 		rc = c->cl && !c->dead ? gw_unregister(c->cl, name) : 0;
@@ -694,7 +736,10 @@ static ERL_NIF_TERM nif_drain(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 			int ms = gw_wait_ms(c->cl);
 			status = ms < 0 ? a_armed : enif_make_tuple2(env, a_wait, enif_make_int(env, ms));
 		} else {
+			enif_mutex_lock(c->tx);
 			c->dead = true;
+			tell_lost(env, c);
+			enif_mutex_unlock(c->tx);
 			status = a_closed;
 		}
 		break;
@@ -752,7 +797,8 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info)
 	A(a_gridwire_bad_term, "gridwire_bad_term"); A(a_badrpc, "badrpc"); A(a_rx, "rx");
 	A(a_hup, "hup"); A(a_true, "true"); A(a_false, "false"); A(a_endpoint, "endpoint");
 	A(a_service, "service"); A(a_unreachable, "unreachable"); A(a_enomem, "enomem");
-	A(a_gridwire_orphan, "gridwire_orphan");
+	A(a_gridwire_orphan, "gridwire_orphan"); A(a_gridwire_gateway_lost, "gridwire_gateway_lost");
+	A(a_enobufs, "enobufs"); A(a_ehostdown, "ehostdown");
 #undef A
 	return 0;
 }
@@ -763,7 +809,7 @@ static ErlNifFunc funcs[] = {
 	{ "close", 1, nif_close, DIRTY },
 	{ "reconnect", 2, nif_reconnect, DIRTY },
 	{ "register", 5, nif_register, DIRTY },
-	{ "unregister", 2, nif_unregister, DIRTY },
+	{ "unregister", 3, nif_unregister, DIRTY },
 	{ "nodes", 1, nif_nodes, DIRTY },
 	{ "send", 4, nif_send, 0 },
 	{ "cast", 4, nif_cast, 0 },

@@ -26,7 +26,7 @@
 -compile({no_auto_import, [register/2, nodes/0]}).
 -export([start/0, start/1, stop/0, env/1]).
 -export([send/3, send/4, cast/3, cast/4, call/4]).
--export([register/1, register/2, unregister/1, serve/2, serve/3]).
+-export([register/1, register/2, unregister/1, serve/2, serve/3, unserve/1]).
 -export([cast_one/3, cast_all/3, cast_all/4, call_one/4, call_one/5, call_any/4, call_any/5,
          call_all/4, call_all/5, call_all_wait/4]).
 -export([nodes/0, node_id/1, local_node/0, node_up/1, endpoint_id/1, stats/0]).
@@ -151,6 +151,9 @@ unregister(Endpoint) ->
 %% Casts run Fun(Req) too, answering nothing. {ok, ServerPid}.
 serve(Service, Fun) -> serve(Service, Fun, #{}).
 serve(Service, Fun, Opts) -> gridwire_service:start(Service, Fun, Opts).
+
+%% Stop a service: ok once its name is free (handlers running finish).
+unserve(ServerPid) -> gridwire_service:stop(ServerPid).
 
 %% --- several nodes (ecall's patterns) ---
 %% Opts: #{strict => true} counts badrpc (a node unreachable or down) as

@@ -47,6 +47,9 @@ unregister(Server, Name) ->
 init({Index, Socket, _Opts}) ->
     process_flag(message_queue_data, off_heap),
     process_flag(trap_exit, true), % terminate/2 closes the channel
+    %% Draining is the VM's receive interrupt: ahead of the senders, or a
+    %% busy VM lets its channel fill and the gateway rejects what comes.
+    process_flag(priority, high),
     case gridwire_nif:open(Socket, Index) of
         {ok, Chan} ->
             persistent_term:put({gridwire, chan, Index}, {Chan, self()}),
@@ -70,7 +73,7 @@ handle_call({register, Name, Pid, Kind, Opts}, _From, S = #st{chan = C, regs = R
             {reply, Error, S}
     end;
 handle_call({unregister, Name}, {Pid, _}, S = #st{chan = C, regs = Regs}) ->
-    Reply = gridwire_nif:unregister(C, Name),
+    Reply = gridwire_nif:unregister(C, Name, Pid),
     Regs1 = case Regs of
                 #{Pid := {Ref, Names, Max}} ->
                     case lists:delete(Name, Names) of
@@ -112,7 +115,7 @@ handle_info({gridwire_reject, Node, Endpoint, Why}, S) ->
 handle_info({'DOWN', Ref, process, Pid, _}, S = #st{chan = C, regs = Regs}) ->
     case Regs of
         #{Pid := {Ref, Names, _}} ->
-            [gridwire_nif:unregister(C, N) || N <- Names],
+            [gridwire_nif:unregister(C, N, Pid) || N <- Names],
             S1 = S#st{regs = maps:remove(Pid, Regs), paused = maps:remove(Pid, S#st.paused)},
             {noreply, drain(S1)};
         _ ->

@@ -2,7 +2,7 @@
 %% The NIF over libgridwire (c_src/gridwire_nif.c). Not an API: gridwire
 %% and gridwire_chan use it.
 -module(gridwire_nif).
--export([open/2, close/1, reconnect/2, register/5, unregister/2, nodes/1, send/4, cast/4,
+-export([open/2, close/1, reconnect/2, register/5, unregister/3, nodes/1, send/4, cast/4,
          call/5, forget/2, respond/6, drain/2, local_node/1, node_up/2, msg_max/1,
          stats/1, endpoint_id/1]).
 -on_load(load/0).
@@ -23,7 +23,7 @@ open(_Path, _Index) -> ?NIF.
 close(_Chan) -> ?NIF.
 reconnect(_Chan, _Path) -> ?NIF.
 register(_Chan, _Name, _Pid, _Kind, _Raw) -> ?NIF.
-unregister(_Chan, _Name) -> ?NIF.
+unregister(_Chan, _Name, _Pid) -> ?NIF.
 nodes(_Chan) -> ?NIF.
 send(_Chan, _Node, _Endpoint, _IoData) -> ?NIF.
 cast(_Chan, _Node, _Service, _IoData) -> ?NIF.

@@ -5,7 +5,7 @@
 %% mailbox, which its channel bounds (max_mailbox) like any other: the
 %% gateway then holds, and rejects, what comes.
 -module(gridwire_service).
--export([start/3]).
+-export([start/3, stop/1]).
 
 start(Service, Fun, Opts) when is_function(Fun, 1) ->
     Parent = self(),
@@ -14,28 +14,38 @@ start(Service, Fun, Opts) when is_function(Fun, 1) ->
                         process_flag(trap_exit, true),
                         R = gridwire:register_service(Service, Opts),
                         Parent ! {self(), R},
-                        R =:= ok andalso loop(Fun, Max, 0)
+                        R =:= ok andalso loop(Service, Fun, Max, 0)
                 end),
     receive {Pid, ok} -> {ok, Pid}; {Pid, Error} -> Error end.
 
-loop(Fun, Max, Running) when Running < Max ->
+loop(Service, Fun, Max, Running) when Running < Max ->
     receive
         {gridwire_request, Node, Sender, CallId, Req} ->
             spawn_link(fun() -> answer(Node, Sender, CallId, run(Fun, Req)) end),
-            loop(Fun, Max, Running + 1);
+            loop(Service, Fun, Max, Running + 1);
         {gridwire_cast, _Node, Req} ->
             spawn_link(fun() -> run(Fun, Req) end),
-            loop(Fun, Max, Running + 1);
+            loop(Service, Fun, Max, Running + 1);
         {'EXIT', _, _} ->
-            loop(Fun, Max, Running - 1);
-        stop ->
-            ok
+            loop(Service, Fun, Max, Running - 1);
+        {stop, From} ->
+            quit(Service, From)
     end;
-loop(Fun, Max, Running) ->
+loop(Service, Fun, Max, Running) ->
     receive
-        {'EXIT', _, _} -> loop(Fun, Max, Running - 1);
-        stop -> ok
+        {'EXIT', _, _} -> loop(Service, Fun, Max, Running - 1);
+        {stop, From} -> quit(Service, From)
     end.
+
+%% The name goes before the process does, so it can be served again at once.
+quit(Service, From) ->
+    gridwire:unregister(Service),
+    From ! {self(), stopped}.
+
+%% Stop serving: ok once the name is free again.
+stop(Pid) ->
+    Pid ! {stop, self()},
+    receive {Pid, stopped} -> ok after 5000 -> {error, timeout} end.
 
 run(Fun, Req) ->
     try Fun(Req) of

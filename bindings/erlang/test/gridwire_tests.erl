@@ -259,9 +259,11 @@ bounded(Peer) ->
     ?assert(Rejected > 0),
     ?assertEqual(Sent, Received + Rejected).
 
-%% The REJECTs a sender gets until none comes for Quiet ms.
+%% The REJECTs a sender gets until none comes for Quiet ms: the receiver
+%% stayed full (enobufs), for endpoint "slow" on node B.
 rejects(N, Quiet) ->
-    receive {gridwire_reject, _, _, _} -> rejects(N + 1, Quiet) after Quiet -> N end.
+    Ep = gridwire:endpoint_id(<<"slow">>), B = node_b(),
+    receive {gridwire_reject, B, Ep, enobufs} -> rejects(N + 1, Quiet) after Quiet -> N end.
 
 peak(_, P, 0) -> P;
 peak(Peer, P, K) ->
@@ -288,36 +290,42 @@ restarted(Peer) ->
     ok = peer:call(Peer, ?MODULE, sink, [<<"sink3">>, 10, 0]),
     Self = self(),
     %% Ten senders, each numbering what the gateway took (ok), through the restart.
-    Ps = [spawn(fun() -> restart_sender(S, 1, 0, Self) end) || S <- lists:seq(1, 10)],
+    Ps = [spawn(fun() -> restart_sender(S, 1, {0, 0}, Self) end) || S <- lists:seq(1, 10)],
     timer:sleep(300),
     os:cmd(env("GW_RESTART_A")),
     ok = wait_up(node_b(), 200),
     timer:sleep(500),
     [P ! stop || P <- Ps],
-    Stats = [receive {stopped, S, Last, Epipes} -> {S, Last, Epipes} after 20000 -> error(stuck) end
+    Stats = [receive {stopped, S, Last, Epipes, Lost} -> {S, Last, Epipes, Lost}
+             after 20000 -> error(stuck) end
              || S <- lists:seq(1, 10)],
-    Epipes = lists:sum([E || {_, _, E} <- Stats]),
+    %% Each sender heard that the gateway went with what it had not delivered.
+    ?assertEqual([1 || _ <- Stats], [min(L, 1) || {_, _, _, L} <- Stats]),
+    Stats1 = [{S, Last, E} || {S, Last, E, _} <- Stats],
+    Epipes = lists:sum([E || {_, _, E} <- Stats1]),
     R = wait_for(fun() -> peer:call(Peer, ?MODULE, sink_result, [<<"sink3">>]) end,
                  fun(#{last := L}) -> lists:all(fun({S, Last, _}) -> maps:get(S, L, 0) >= Last end,
-                                                Stats) end, 50),
+                                                Stats1) end, 50),
     io:format(user, "~n    restart: ~b sends refused with epipe; ~b delivered, out of order ~b~n",
               [Epipes, maps:get(received, R), maps:get(out_of_order, R)]),
     ?assert(Epipes > 0),
     ?assertEqual(0, maps:get(out_of_order, R)),
     %% The last message of each sender, sent after the reconnect, arrived.
-    [?assertEqual(Last, maps:get(S, maps:get(last, R), 0)) || {S, Last, _} <- Stats],
+    [?assertEqual(Last, maps:get(S, maps:get(last, R), 0)) || {S, Last, _} <- Stats1],
     ?assertEqual({ok, 5}, gridwire:call(node_b(), <<"echo">>, {echo, 5}, ?T)).
 
 %% Sends {S, Seq}, Seq counting the sends the gateway took; what went with
 %% the old gateway is lost, so numbers restart after a gap: the sink sees
 %% each sender's numbers in order, possibly with a gap, never backwards.
-restart_sender(S, Seq, Epipes, To) ->
-    receive stop -> To ! {stopped, S, Seq - 1, Epipes}
+restart_sender(S, Seq, {Epipes, Lost} = N, To) ->
+    receive
+        stop -> To ! {stopped, S, Seq - 1, Epipes, Lost};
+        {gridwire_gateway_lost, _} -> restart_sender(S, Seq, {Epipes, Lost + 1}, To)
     after 0 ->
         case gridwire:send(node_b(), <<"sink3">>, {S, Seq}) of
-            ok -> timer:sleep(1), restart_sender(S, Seq + 1, Epipes, To);
-            {error, epipe} -> timer:sleep(5), restart_sender(S, Seq, Epipes + 1, To);
-            {error, _} -> timer:sleep(5), restart_sender(S, Seq, Epipes, To)
+            ok -> timer:sleep(1), restart_sender(S, Seq + 1, N, To);
+            {error, epipe} -> timer:sleep(5), restart_sender(S, Seq, {Epipes + 1, Lost}, To);
+            {error, _} -> timer:sleep(5), restart_sender(S, Seq, N, To)
         end
     end.
 
