@@ -391,6 +391,15 @@ int gw_service(struct gw_client *cl, const char *name)
 	return rc;
 }
 
+void gw_call_service_drop(struct gw_client *cl, uint32_t ep)
+{
+	for (unsigned i = 0; i < cl->nservices; i++)
+		if (cl->services[i] == ep) {
+			cl->services[i] = cl->services[--cl->nservices];
+			return;
+		}
+}
+
 int gw_cast(struct gw_client *cl, uint16_t node, const char *service, const void *req,
 	    size_t len, int timeout_ms)
 {

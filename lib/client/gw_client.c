@@ -150,7 +150,10 @@ int gw_register(struct gw_client *cl, const char *endpoint)
 
 int gw_unregister(struct gw_client *cl, const char *endpoint)
 {
-	return ctl_name(cl, GW_CTL_UNREGISTER, endpoint);
+	int rc = ctl_name(cl, GW_CTL_UNREGISTER, endpoint);
+	if (rc == 0) /* a service dropped is a service no more (gw_service registers it again) */
+		gw_call_service_drop(cl, gw_ctl_ep_id(endpoint));
+	return rc;
 }
 
 uint32_t gw_endpoint_id(const char *endpoint)

@@ -90,5 +90,7 @@ int gw_call_next_outcome(struct gw_client *cl, const uint32_t *ids, unsigned n,
 void gw_call_fini(struct gw_client *cl);
 /* The caller no longer wants the outcome of call id. */
 void gw_call_forget(struct gw_client *cl, uint32_t id);
+/* ep is no longer one of this client's services (it was unregistered). */
+void gw_call_service_drop(struct gw_client *cl, uint32_t ep);
 
 #endif

@@ -417,6 +417,20 @@ static void test_event_loop(void)
 	req.kind = GW_MSG_DATA;
 	CU_ASSERT_EQUAL(gw_respond(cl, &req, 0, "x", 1, 0), -EINVAL);
 	CU_ASSERT_EQUAL(gw_arm(cl, 7), -EINVAL);
+	/* A service unregistered is a service no more; served again, it is. */
+	struct call_hdr q = { .magic = 0xc7, .type = CT_CALL, .call_id = 5 };
+	uint8_t buf[sizeof(q) + 1];
+	memcpy(buf, &q, sizeof(q));
+	buf[sizeof(q)] = 'x';
+	CU_ASSERT_FATAL(gw_service(cl, "svc2") == 0);
+	deliver(2, gw_endpoint_id("svc2"), GW_RK_MSG, buf, sizeof(buf));
+	CU_ASSERT(gw_recv(cl, &r, 1000) == 0 && r.kind == GW_MSG_REQUEST);
+	CU_ASSERT_FATAL(gw_unregister(cl, "svc2") == 0);
+	deliver(2, gw_endpoint_id("svc2"), GW_RK_MSG, buf, sizeof(buf));
+	CU_ASSERT(gw_recv(cl, &r, 1000) == 0 && r.kind == GW_MSG_DATA);
+	CU_ASSERT_FATAL(gw_service(cl, "svc2") == 0);
+	deliver(2, gw_endpoint_id("svc2"), GW_RK_MSG, buf, sizeof(buf));
+	CU_ASSERT(gw_recv(cl, &r, 1000) == 0 && r.kind == GW_MSG_REQUEST);
 	/* The gateway goes: the second descriptor turns readable, gw_arm says -EPIPE. */
 	fake_quit();
 	for (int i = 0; i < 1000 && !readable(fds[1]); i++)

@@ -284,6 +284,13 @@ killed(Peer) ->
     ?assertEqual(ok, wait_for(fun() -> gridwire:register(<<"mine">>) end,
                               fun(R) -> R =:= ok end, 50)),
     ok = gridwire:unregister(<<"mine">>),
+    %% A service stopped and served again answers again.
+    {ok, S1} = gridwire:serve(<<"again">>, fun(_) -> {ok, 1} end),
+    ?assertEqual({ok, 1}, gridwire:call(node_a(), <<"again">>, q, ?T)),
+    ok = gridwire:unserve(S1),
+    ?assertEqual({error, noservice}, gridwire:call(node_a(), <<"again">>, q, ?T)),
+    {ok, _} = gridwire:serve(<<"again">>, fun(_) -> {ok, 2} end),
+    ?assertEqual({ok, 2}, gridwire:call(node_a(), <<"again">>, q, ?T)),
     ?assertEqual({ok, 4}, gridwire:call(node_b(), <<"echo">>, {echo, 4}, ?T)).
 
 restarted(Peer) ->
