@@ -11,7 +11,11 @@
 #
 #   scripts/bench_erlang.sh [--writers "1000 2000 ..."] [--msgs M]
 #                           [--receivers R] [--ops "send send_gw ..."]
-#                           [--hold MS] [--save]
+#                           [--hold MS] [--gw-set SECTION.KEY=V]... [--save]
+#
+# --hold sets the gateways' dest_block_ms (how long a full receiver's
+# messages are held before they are rejected); --gw-set any other key.
+# GW_BENCH_CHANNELS: node A's pool of channels (default 8).
 #
 # R receivers (default 1,000; writer w sends to receiver w mod R: the
 # gateway's directory holds 4,096 endpoints). Results in
@@ -21,7 +25,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 writers="1000 2000 5000 10000 20000" msgs=20 receivers=1000
-ops="send send_gw cast cast_gw call call_gw" save=0 hold=""
+ops="send send_gw cast cast_gw call call_gw" save=0 gwset=()
 while (($#)); do
     case $1 in
     --writers) writers=$2; shift 2 ;;
@@ -29,7 +33,8 @@ while (($#)); do
     --receivers) receivers=$2; shift 2 ;;
     --ops) ops=$2; shift 2 ;;
     --save) save=1; shift ;;
-    --hold) hold=$2; shift 2 ;;
+    --hold) gwset+=(--set "chan.dest_block_ms=$2"); shift 2 ;;
+    --gw-set) gwset+=(--set "$2"); shift 2 ;;
     *) gw_die "bench_erlang.sh: unknown option $1 (see the header of scripts/bench_erlang.sh)" ;;
     esac
 done
@@ -40,7 +45,7 @@ out=$root/results/bench-erlang-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
 work=$out
 gw_ns_up >/dev/null
-gw_gateways_up "$work" ${hold:+--set "chan.dest_block_ms=$hold"}
+gw_gateways_up "$work" "${gwset[@]}"
 
 # Native distribution: its own veth pair (the gateways use the cable), an
 # epmd per namespace.
@@ -76,7 +81,7 @@ gw_log "erlang: writers $writers, $msgs messages each, $receivers receivers; ops
 ip netns exec gwa "${vm[@]}" -name a@10.77.0.1 -eval "
     timer:sleep(2000),
     ok = gridwire_bench:run(#{b => 'b@10.77.0.2', writers => [$ws], msgs => $msgs,
-                              receivers => $receivers, ops => [$os],
+                              receivers => $receivers, ops => [$os], channels => ${GW_BENCH_CHANNELS:-8},
                               csv => \"$out/erlang.csv\"}),
     halt()." 2>&1 | tee "$out/a.log" | grep -v "^=\|^    " || true
 [[ -s $out/erlang.csv ]] || { tail -n 20 "$out/a.log" "$out/b.log"; gw_die "the run made no CSV"; }

@@ -92,7 +92,7 @@ ep(I) -> <<"r", (integer_to_binary(I))/binary>>.
 run(Opts) ->
     B = maps:get(b, Opts),
     true = net_kernel:connect_node(B),
-    ok = gridwire:start(#{socket => os:getenv("GW_SOCK_A")}),
+    ok = gridwire:start(#{socket => os:getenv("GW_SOCK_A"), channels => maps:get(channels, Opts, 2)}),
     NodeB = list_to_integer(os:getenv("GW_NODE_B")),
     wait_up(NodeB, 100),
     erlang:system_flag(scheduler_wall_time, true),

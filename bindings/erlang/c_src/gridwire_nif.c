@@ -30,18 +30,22 @@
 
 #include "gridwire.h"
 
-#define EPS_SLOTS 8192u           /* endpoints and services per channel, x2 */
+#define EPS_SLOTS 4096u           /* endpoints and services per channel, x2 */
 #define REJECT_WINDOW (1u << 18)  /* sends whose sender a REJECT can still find */
 #define CHECK_EVERY 64u           /* deliveries to one process between mailbox checks */
+#define SERVERS_MAX 16            /* processes serving one service name */
 
 enum ep_kind { EP_FREE = 0, EP_ENDPOINT = 1, EP_SERVICE = 2, EP_GONE = 3 };
 
+/* An endpoint's owner, or a service's servers (its requests and casts go
+ * to them in turn: ecall's workers on the far node, a pool at this end). */
 struct ep_entry {
 	uint32_t id;
 	uint8_t kind;
 	uint8_t raw;        /* deliver binaries, not terms */
-	uint16_t unchecked; /* deliveries since the owner's mailbox was last looked at */
-	ErlNifPid pid;
+	uint8_t npids, next;
+	uint16_t unchecked; /* deliveries since a mailbox was last looked at */
+	ErlNifPid pid[SERVERS_MAX];
 	char name[32];      /* to register again after a reconnect */
 };
 
@@ -358,7 +362,8 @@ static ERL_NIF_TERM nif_reconnect(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
 	return rc < 0 ? error_tuple(env, rc) : a_ok;
 }
 
-/* register(Chan, Name, Pid, endpoint | service, Raw) -> ok | {error, Why} */
+/* register(Chan, Name, Pid, endpoint | service, Raw) -> ok | {error, Why};
+ * a service already served on this channel takes Pid as one more server. */
 static ERL_NIF_TERM nif_register(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
 	struct chan *c;
@@ -373,14 +378,22 @@ static ERL_NIF_TERM nif_register(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
 	int rc = -EPIPE;
 	if (c->cl && !c->dead) {
 		uint32_t id = gw_endpoint_id(name);
-		struct ep_entry *e = ep_find(c, id) ? NULL : ep_add(c, id);
-		rc = !e ? -EEXIST : service ? gw_service(c->cl, name) : gw_register(c->cl, name);
-		if (rc == 0) {
-			*e = (struct ep_entry){ .id = id, .pid = pid, .raw = argv[4] == a_true,
-						.kind = service ? EP_SERVICE : EP_ENDPOINT };
-			memcpy(e->name, name, sizeof(e->name));
-		} else if (e) {
-			c->neps--;
+		struct ep_entry *e = ep_find(c, id);
+		if (e && service && e->kind == EP_SERVICE && !strcmp(e->name, name)) {
+			rc = e->npids < SERVERS_MAX ? 0 : -ENOSPC;
+			if (rc == 0)
+				e->pid[e->npids++] = pid;
+		} else {
+			e = e ? NULL : ep_add(c, id);
+			rc = !e ? -EEXIST : service ? gw_service(c->cl, name) : gw_register(c->cl, name);
+			if (rc == 0) {
+				*e = (struct ep_entry){ .id = id, .pid = { pid }, .npids = 1,
+							.raw = argv[4] == a_true,
+							.kind = service ? EP_SERVICE : EP_ENDPOINT };
+				memcpy(e->name, name, sizeof(e->name));
+			} else if (e) {
+				c->neps--;
+			}
 		}
 	}
 	enif_mutex_unlock(c->rx);
@@ -388,7 +401,8 @@ static ERL_NIF_TERM nif_register(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
 }
 
 /* unregister(Chan, Name, Pid) -> ok | {error, Why}: Pid's registration of
- * Name (a name taken meanwhile by another process stays). */
+ * Name (a name taken meanwhile by another process stays); the name goes
+ * with its last server. */
 static ERL_NIF_TERM nif_unregister(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
 	struct chan *c;
@@ -400,10 +414,17 @@ static ERL_NIF_TERM nif_unregister(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
 	enif_mutex_lock(c->rx);
 	struct ep_entry *e = ep_find(c, gw_endpoint_id(name));
 	int rc = -ENOENT;
-	if (e && !enif_compare_pids(&e->pid, &pid)) {
-		e->kind = EP_GONE;
-		c->neps--;
-		rc = c->cl && !c->dead ? gw_unregister(c->cl, name) : 0;
+	for (unsigned i = 0; e && i < e->npids; i++) {
+		if (enif_compare_pids(&e->pid[i], &pid))
+			continue;
+		e->pid[i] = e->pid[--e->npids];
+		rc = 0;
+		if (!e->npids) {
+			e->kind = EP_GONE;
+			c->neps--;
+			rc = c->cl && !c->dead ? gw_unregister(c->cl, name) : 0;
+		}
+		break;
 	}
 	enif_mutex_unlock(c->rx);
 	return rc < 0 && rc != -EPIPE ? error_tuple(env, rc) : a_ok;
@@ -645,7 +666,8 @@ static struct ep_entry *dispatch(ErlNifEnv *env, struct chan *c, const struct gw
 					       enif_make_uint(e, m->endpoint));
 			break;
 		}
-		to = ep->pid;
+		ep->next = ep->npids > 1 ? (uint8_t)((ep->next + 1) % ep->npids) : 0;
+		to = ep->pid[ep->next];
 		if (m->kind == GW_MSG_DATA)
 			msg = enif_make_tuple3(e, a_gridwire, from, payload(c, m, ep->raw, &bad));
 		else if (m->kind == GW_MSG_CAST)
@@ -721,7 +743,8 @@ static ERL_NIF_TERM nif_drain(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 		if (rc == 0) {
 			struct ep_entry *ep = dispatch(env, c, &m);
 			if (ep)
-				due = enif_make_list_cell(env, enif_make_pid(env, &ep->pid), due);
+				due = enif_make_list_cell(env, enif_make_pid(env, &ep->pid[ep->next]),
+							  due);
 			n++;
 			continue;
 		}

@@ -31,7 +31,7 @@
          call_all/4, call_all/5, call_all_wait/4]).
 -export([nodes/0, node_id/1, local_node/0, node_up/1, endpoint_id/1, stats/0]).
 -export([outcome_counts/2, pick_best/2]). % the pattern policies, for the tests
--export([register_service/2, channel/0]). % for gridwire_service
+-export([channel/0, channel_process/0]). % for gridwire_service
 
 -define(DEFAULTS, #{socket => "/run/gridwire/gw1.sock",
                     channels => erlang:system_info(schedulers),
@@ -135,19 +135,17 @@ register(Endpoint, Opts) ->
     {_, Pid, _} = pick(),
     gridwire_chan:register(Pid, Endpoint, self(), endpoint, Opts).
 
-register_service(Service, Opts) ->
-    {_, Pid, _} = pick(),
-    gridwire_chan:register(Pid, Service, self(), service, Opts).
-
 channel() -> chan().
+channel_process() -> element(2, pick()).
 
 unregister(Endpoint) ->
     {_, Pid, _} = pick(),
     gridwire_chan:unregister(Pid, Endpoint).
 
-%% Offer Service: each request runs Fun(Req) in a process of its own (as
-%% ecall's calls do), at most max_handlers at once; Fun returns
-%% {ok, Reply} or {error, Reason} (a crash is {error, {'EXIT', Why}}).
+%% Offer Service: `servers` processes (default: one per scheduler) take
+%% its requests in turn; each request runs Fun(Req) in a process of its
+%% own (as ecall's calls do), at most max_handlers at once per server; Fun
+%% returns {ok, Reply} or {error, Reason} (a crash is {error, {'EXIT', Why}}).
 %% Casts run Fun(Req) too, answering nothing. {ok, ServerPid}.
 serve(Service, Fun) -> serve(Service, Fun, #{}).
 serve(Service, Fun, Opts) -> gridwire_service:start(Service, Fun, Opts).

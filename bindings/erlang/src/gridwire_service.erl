@@ -1,45 +1,80 @@
 %% SPDX-License-Identifier: BSD-3-Clause
-%% A service: the process that registered its name, running each request
-%% in a handler process of its own (as ecall runs a call), at most
-%% max_handlers at a time. Past that, requests wait in this process's
+%% A service: a pool of server processes (`servers`, by default one per
+%% scheduler) sharing its name on one channel, which hands them its
+%% requests and casts in turn (ecall's workers on the far node). Each runs
+%% every request in a handler process of its own (as ecall runs a call), at
+%% most max_handlers at a time; past that, requests wait in the server's
 %% mailbox, which its channel bounds (max_mailbox) like any other: the
-%% gateway then holds, and rejects, what comes.
+%% gateway then holds, and rejects, what comes. The pid serve/3 returns is
+%% the servers' leader: stop/1 stops them all.
 -module(gridwire_service).
 -export([start/3, stop/1]).
 
 start(Service, Fun, Opts) when is_function(Fun, 1) ->
     Parent = self(),
     Max = maps:get(max_handlers, Opts, gridwire:env(max_handlers)),
-    Pid = spawn(fun() ->
-                        process_flag(trap_exit, true),
-                        R = gridwire:register_service(Service, Opts),
-                        Parent ! {self(), R},
-                        R =:= ok andalso loop(Service, Fun, Max, 0)
-                end),
-    receive {Pid, ok} -> {ok, Pid}; {Pid, Error} -> Error end.
+    N = maps:get(servers, Opts, erlang:system_info(schedulers)),
+    Chan = gridwire:channel_process(),
+    Leader = spawn(fun() ->
+                           process_flag(trap_exit, true),
+                           L = self(),
+                           Servers = [spawn_link(fun() -> server(Service, Fun, Max, Chan, Opts, L) end)
+                                      || _ <- lists:seq(1, N)],
+                           Rs = [receive {S, R} -> R end || S <- Servers],
+                           case [R || R <- Rs, R =/= ok] of
+                               [] -> Parent ! {self(), ok}, lead(Servers);
+                               [E | _] -> [exit(S, kill) || S <- Servers], Parent ! {self(), E}
+                           end
+                   end),
+    receive {Leader, ok} -> {ok, Leader}; {Leader, Error} -> Error end.
 
-loop(Service, Fun, Max, Running) when Running < Max ->
+server(Service, Fun, Max, Chan, Opts, Leader) ->
+    R = gridwire_chan:register(Chan, Service, self(), service, Opts),
+    Leader ! {self(), R},
+    R =:= ok andalso loop(Service, Chan, Fun, Max, atomics:new(1, [])).
+
+%% The leader: stop/1 stops every server, each freeing its share of the name.
+lead(Servers) ->
     receive
-        {gridwire_request, Node, Sender, CallId, Req} ->
-            spawn_link(fun() -> answer(Node, Sender, CallId, run(Fun, Req)) end),
-            loop(Service, Fun, Max, Running + 1);
-        {gridwire_cast, _Node, Req} ->
-            spawn_link(fun() -> run(Fun, Req) end),
-            loop(Service, Fun, Max, Running + 1);
-        {'EXIT', _, _} ->
-            loop(Service, Fun, Max, Running - 1);
         {stop, From} ->
-            quit(Service, From)
-    end;
-loop(Service, Fun, Max, Running) ->
-    receive
-        {'EXIT', _, _} -> loop(Service, Fun, Max, Running - 1);
-        {stop, From} -> quit(Service, From)
+            [S ! {stop, self()} || S <- Servers],
+            [receive {S, stopped} -> ok after 5000 -> ok end || S <- Servers],
+            From ! {self(), stopped};
+        {'EXIT', _, Why} ->
+            exit(Why)
     end.
 
-%% The name goes before the process does, so it can be served again at once.
-quit(Service, From) ->
-    gridwire:unregister(Service),
+%% Running handlers are counted in an atomic they decrement as they end:
+%% no link, no exit message per request. At the bound, look again every
+%% millisecond.
+loop(Service, Chan, Fun, Max, Running) ->
+    case atomics:get(Running, 1) < Max of
+        true ->
+            receive
+                {gridwire_request, Node, Sender, CallId, Req} ->
+                    handle(Running, fun() -> answer(Node, Sender, CallId, run(Fun, Req)) end),
+                    loop(Service, Chan, Fun, Max, Running);
+                {gridwire_cast, _Node, Req} ->
+                    handle(Running, fun() -> run(Fun, Req) end),
+                    loop(Service, Chan, Fun, Max, Running);
+                {stop, From} ->
+                    quit(Service, Chan, From)
+            end;
+        false ->
+            receive
+                {stop, From} -> quit(Service, Chan, From)
+            after 1 -> loop(Service, Chan, Fun, Max, Running)
+            end
+    end.
+
+handle(Running, F) ->
+    atomics:add(Running, 1, 1),
+    spawn(fun() -> try F() after atomics:sub(Running, 1, 1) end end).
+
+%% Its share of the name goes before the process does, so the service can
+%% be served again at once.
+quit(Service, Chan, From) ->
+    gridwire_chan:unregister(Chan, Service),
     From ! {self(), stopped}.
 
 %% Stop serving: ok once the name is free again.
