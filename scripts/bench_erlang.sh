@@ -88,7 +88,8 @@ ip netns exec gwa "${vm[@]}" -name a@10.77.0.1 -eval "
 gw_gateways_down
 python3 "$root/scripts/bench_erlang_report.py" "$out" | tee "$out/report.txt"
 if ((save)); then
-    cp "$out/erlang.csv" "$out/report.txt" "$root/doc/bench/"
+    cp "$out/erlang.csv" "$root/doc/bench/"
+    cp "$out/report.txt" "$root/doc/bench/erlang-report.txt"
     cp "$out/erlang.png" "$root/doc/bench/" 2>/dev/null || true
     gw_log "saved to doc/bench/"
 fi

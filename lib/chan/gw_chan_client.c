@@ -169,12 +169,16 @@ void gw_chan_recv_done(struct gw_chan *c, const struct gw_chan_desc *d)
 
 bool gw_chan_gateway_gone(const struct gw_chan *c)
 {
-	/* Nothing is pending on the control socket between requests, so
-	 * anything readable there is its end. */
+	/* Readable with nothing to read is the socket's end; a request's reply
+	 * (taken meanwhile by the request, when another thread asks) is not. */
 	char b;
 	struct pollfd p = { .fd = c->hup_fd, .events = POLLIN };
-	return c->hup_fd >= 0 && poll(&p, 1, 0) == 1 &&
-	       (p.revents & (POLLHUP | POLLERR) || recv(c->hup_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0);
+	if (c->hup_fd < 0 || poll(&p, 1, 0) != 1)
+		return false;
+	if (p.revents & (POLLHUP | POLLERR))
+		return true;
+	ssize_t n = recv(c->hup_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
 bool gw_chan_rx_ready(const struct gw_chan *c)

@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# The Debian packages: dpkg-buildpackage builds gridwired, libgridwire0 and
-# libgridwire-dev from a copy of this tree (running the unit suites and
+# The Debian packages: dpkg-buildpackage builds gridwired, libgridwire0,
+# libgridwire-dev and erlang-gridwire from a copy of this tree (running the unit suites and
 # failing on any change to the library's symbols); lintian finds no error
 # and no warning; gridwired depends on the package of every DPDK driver its
 # port kinds load as a plugin. Then they are installed on this machine
 # (apt, as a user would), a client is built against the system gridwire.pc
 # and run against the installed gridwired with /etc/gridwire/gridwire.ini,
-# Debian's tshark loads the dissector from its plugin folder, and a purge
-# leaves nothing behind.
+# Debian's tshark loads the dissector from its plugin folder, Debian's
+# Erlang loads the binding's application and NIF, and a purge leaves
+# nothing behind.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 ROOT=$(gw_root)
 gw_workdir deb
 fail=0
-pkgs=(gridwired libgridwire0 libgridwire-dev)
+pkgs=(gridwired libgridwire0 libgridwire-dev erlang-gridwire)
 if dpkg-query -W -f='${Status}\n' "${pkgs[@]}" 2>/dev/null | grep -q "^install ok installed"; then
     gw_die "gridwire packages are installed already (apt-get purge ${pkgs[*]}, then rerun)"
 fi
@@ -61,8 +62,9 @@ done
 _gw_purge() { apt-get purge -y -q "${pkgs[@]}" >"$work/purge.log" 2>&1 || true; }
 gw_cleanup_push _gw_purge
 if DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-    "$(deb gridwired)" "$(deb libgridwire0)" "$(deb libgridwire-dev)" >"$work/install.log" 2>&1; then
-    echo "ok: apt-get install of the three packages"
+    "$(deb gridwired)" "$(deb libgridwire0)" "$(deb libgridwire-dev)" "$(deb erlang-gridwire)" \
+    >"$work/install.log" 2>&1; then
+    echo "ok: apt-get install of the four packages"
 else
     echo "FAIL: apt-get install"
     tail -10 "$work/install.log"
@@ -76,6 +78,11 @@ gw_check "systemd-analyze verify of the installed unit" sh -c \
      systemd-analyze verify '$work/gridwired@check.service'"
 gw_check "tshark loads the dissector from its plugin folder" sh -c \
     "tshark -G plugins 2>/dev/null | grep -q 'gridwire.lua'"
+gw_check "Erlang finds the gridwire application and loads its NIF" erl -noshell -eval '
+    ok = application:load(gridwire),
+    {module, gridwire_nif} = code:ensure_loaded(gridwire_nif),
+    true = is_integer(gridwire_nif:endpoint_id(<<"x">>)),
+    halt().'
 # shellcheck disable=SC2046  # pkg-config's words, split on purpose
 gw_check "a client builds against the system gridwire.pc" \
     cc -o "$work/client" "$ROOT/test/integration/gw_installed_client.c" $(pkg-config --cflags --libs gridwire)

@@ -13,11 +13,12 @@
  * descriptors (enif_select), so an idle channel costs no thread and no
  * wake-up is lost.
  *
- * Locks: tx for what writes the channel (send, cast, respond), rx for what
- * reads it (drain, the tables); a call takes rx then tx (the library keeps
- * its call table beside the receive side). The control operations
- * (connect, register, nodes) talk to the gateway over its socket and run
- * on dirty I/O schedulers.
+ * Locks, always taken in this order: ctl for the gateway's control socket
+ * (register, unregister, nodes: dirty I/O schedulers, so a slow gateway
+ * holds up no normal scheduler), rx for what reads the channel (drain, the
+ * tables), tx for what writes it (send, cast, respond). A call takes rx
+ * then tx (the library keeps its call table beside the receive side), and
+ * so does registering a service (its list, read by every receive).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -49,8 +50,12 @@ struct ep_entry {
 	char name[32];      /* to register again after a reconnect */
 };
 
+/* Who sent message msg_id: written (pid, then msg_id) before the send, so
+ * that its REJECT, however early, finds it; read back with msg_id checked
+ * on both sides of the pid. */
 struct sent {
 	uint32_t msg_id;
+	bool set;
 	ErlNifPid pid;
 };
 
@@ -60,12 +65,13 @@ struct caller {
 };
 
 struct chan {
-	ErlNifMutex *rx, *tx;
+	ErlNifMutex *ctl, *rx, *tx;
 	struct gw_client *cl; /* NULL once closed */
 	bool dead;            /* the gateway went away: sends say epipe */
 	int fds[2];           /* dups of gw_wait_fds, watched by enif_select */
 	int index;            /* the pool slot, in reply messages */
-	ErlNifPid owner;      /* the draining process */
+	ErlNifPid owner;      /* the draining process: when it dies, the channel closes */
+	ErlNifMonitor owner_mon;
 	ErlNifEnv *msg_env;   /* reused for every message sent to a process */
 	uint32_t next_msg_id; /* the library's count of our sends */
 	struct sent *sent;    /* REJECT_WINDOW */
@@ -82,7 +88,7 @@ static ERL_NIF_TERM a_ok, a_error, a_eagain, a_epipe, a_emsgsize, a_hostunreach,
 	a_gridwire, a_gridwire_cast, a_gridwire_request, a_gridwire_reply, a_gridwire_reject,
 	a_gridwire_bad_term, a_badrpc, a_rx, a_hup, a_true, a_false, a_endpoint, a_service,
 	a_unreachable, a_enomem, a_gridwire_orphan, a_gridwire_gateway_lost, a_enobufs,
-	a_ehostdown;
+	a_ehostdown, a_drain, a_gridwire_name_lost;
 
 /* --- errors --- */
 
@@ -124,11 +130,16 @@ static void chan_stop(ErlNifEnv *env, void *obj, ErlNifEvent fd, int is_direct_c
 static void chan_dtor(ErlNifEnv *env, void *obj)
 {
 	struct chan *c = obj;
+	for (int i = 0; i < 2; i++) /* never selected (a failed open) */
+		if (c->fds[i] >= 0)
+			close(c->fds[i]);
 	if (c->cl)
 		gw_close(c->cl);
 	free(c->sent);
 	if (c->msg_env)
 		enif_free_env(c->msg_env);
+	if (c->ctl)
+		enif_mutex_destroy(c->ctl);
 	if (c->rx)
 		enif_mutex_destroy(c->rx);
 	if (c->tx)
@@ -146,7 +157,7 @@ static int get_name(ErlNifEnv *env, ERL_NIF_TERM t, char *buf, size_t len)
 	ErlNifBinary b;
 	if (enif_get_atom(env, t, buf, (unsigned)len, ERL_NIF_LATIN1) > 0)
 		return 0;
-	if (enif_inspect_binary(env, t, &b) && b.size < len) {
+	if (enif_inspect_binary(env, t, &b) && b.size < len && !memchr(b.data, 0, b.size)) {
 		memcpy(buf, b.data, b.size);
 		buf[b.size] = 0;
 		return 0;
@@ -202,8 +213,8 @@ static void select_stop(ErlNifEnv *env, struct chan *c)
 		}
 }
 
-/* Connect c to the gateway at path (c's locks held, or c not shared yet). */
-static int chan_connect(struct chan *c, const char *path)
+/* A client of the gateway at path, and dups of its descriptors to select on. */
+static int client_open(const char *path, struct gw_client **out, int dups[2])
 {
 	struct gw_client *cl;
 	int rc = gw_connect(path, &cl);
@@ -211,21 +222,28 @@ static int chan_connect(struct chan *c, const char *path)
 		return rc;
 	int fds[2];
 	gw_wait_fds(cl, GW_WAIT_RECV, fds);
-	c->fds[0] = dup(fds[0]);
-	c->fds[1] = dup(fds[1]);
-	if (c->fds[0] < 0 || c->fds[1] < 0) {
+	dups[0] = dup(fds[0]);
+	dups[1] = dup(fds[1]);
+	if (dups[0] < 0 || dups[1] < 0) {
 		int err = -errno;
 		for (int i = 0; i < 2; i++)
-			if (c->fds[i] >= 0)
-				close(c->fds[i]);
-		c->fds[0] = c->fds[1] = -1;
+			if (dups[i] >= 0)
+				close(dups[i]);
 		gw_close(cl);
 		return err;
 	}
+	*out = cl;
+	return 0;
+}
+
+/* Start using cl (all of c's locks held, or c not shared yet). */
+static void chan_attach(struct chan *c, struct gw_client *cl, const int dups[2])
+{
 	c->cl = cl;
+	c->fds[0] = dups[0];
+	c->fds[1] = dups[1];
 	c->dead = false;
 	c->next_msg_id = 0;
-	return 0;
 }
 
 /* open(Path, Index) -> {ok, Chan} | {error, Why}; the caller drains it. */
@@ -239,12 +257,22 @@ static ERL_NIF_TERM nif_open(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
 	memset(c, 0, sizeof(*c));
 	c->fds[0] = c->fds[1] = -1;
 	c->index = index;
+	c->ctl = enif_mutex_create("gridwire_ctl");
 	c->rx = enif_mutex_create("gridwire_rx");
 	c->tx = enif_mutex_create("gridwire_tx");
 	c->msg_env = enif_alloc_env();
 	c->sent = calloc(REJECT_WINDOW, sizeof(*c->sent));
 	enif_self(env, &c->owner);
-	int rc = c->rx && c->tx && c->msg_env && c->sent ? chan_connect(c, path) : -ENOMEM;
+	struct gw_client *cl;
+	int dups[2];
+	int rc = c->ctl && c->rx && c->tx && c->msg_env && c->sent ? client_open(path, &cl, dups)
+								  : -ENOMEM;
+	if (rc == 0) {
+		chan_attach(c, cl, dups);
+		/* A channel process killed (no terminate) must not leave the
+		 * gateway holding its names: its death closes the channel. */
+		enif_monitor_process(env, c, &c->owner, &c->owner_mon);
+	}
 	ERL_NIF_TERM res = enif_make_resource(env, c);
 	enif_release_resource(c);
 	if (rc < 0)
@@ -283,10 +311,10 @@ static void tell_lost(ErlNifEnv *env, struct chan *c)
 	enum { SET = 1u << 16 };
 	ERL_NIF_TERM *told = calloc(SET, sizeof(*told));
 	unsigned ntold = 0;
-	uint32_t first = c->next_msg_id > REJECT_WINDOW ? c->next_msg_id - REJECT_WINDOW : 0;
-	for (uint32_t id = first; id != c->next_msg_id; id++) {
+	for (uint32_t k = 1; k <= REJECT_WINDOW; k++) {
+		uint32_t id = c->next_msg_id - k; /* wraps as the ids do */
 		struct sent *s = &c->sent[id & (REJECT_WINDOW - 1)];
-		if (s->msg_id != id)
+		if (!s->set || s->msg_id != id)
 			continue;
 		/* A set of the pids told so far; past its size, some hear twice. */
 		ERL_NIF_TERM key = s->pid.pid;
@@ -308,12 +336,9 @@ static void tell_lost(ErlNifEnv *env, struct chan *c)
 	memset(c->sent, 0, REJECT_WINDOW * sizeof(*c->sent));
 }
 
-/* close(Chan): stop watching, drop the client. */
-static ERL_NIF_TERM nif_close(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+static void chan_close(ErlNifEnv *env, struct chan *c)
 {
-	struct chan *c;
-	if (!get_chan(env, argv[0], &c))
-		return enif_make_badarg(env);
+	enif_mutex_lock(c->ctl);
 	enif_mutex_lock(c->rx);
 	enif_mutex_lock(c->tx);
 	select_stop(env, c);
@@ -324,7 +349,53 @@ static ERL_NIF_TERM nif_close(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 	c->dead = true;
 	enif_mutex_unlock(c->tx);
 	enif_mutex_unlock(c->rx);
+	enif_mutex_unlock(c->ctl);
+}
+
+/* close(Chan): stop watching, drop the client. */
+static ERL_NIF_TERM nif_close(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct chan *c;
+	if (!get_chan(env, argv[0], &c))
+		return enif_make_badarg(env);
+	chan_close(env, c);
 	return a_ok;
+}
+
+/* Tell every owner of a name in the table that it is gone (rx held). */
+static void names_lost(ErlNifEnv *env, struct chan *c, ERL_NIF_TERM why)
+{
+	for (unsigned i = 0; i < EPS_SLOTS; i++) {
+		struct ep_entry *e = &c->eps[i];
+		if (e->kind != EP_ENDPOINT && e->kind != EP_SERVICE)
+			continue;
+		for (unsigned k = 0; k < e->npids; k++) {
+			ERL_NIF_TERM name;
+			size_t len = strlen(e->name);
+			memcpy(enif_make_new_binary(c->msg_env, len, &name), e->name, len);
+			enif_send(env, &e->pid[k], c->msg_env,
+				  enif_make_tuple3(c->msg_env, a_gridwire_name_lost, name,
+						   enif_make_copy(c->msg_env, why)));
+			enif_clear_env(c->msg_env);
+		}
+		e->kind = EP_GONE;
+		c->neps--;
+	}
+}
+
+/* The channel's process died without closing it: the channel closes, and
+ * the processes whose names it held hear so ({gridwire_name_lost, Name,
+ * closed}); the supervisor starts the channel afresh. */
+static void chan_down(ErlNifEnv *env, void *obj, ErlNifPid *pid, ErlNifMonitor *mon)
+{
+	struct chan *c = obj;
+	enif_mutex_lock(c->ctl);
+	enif_mutex_lock(c->rx);
+	if (c->cl)
+		names_lost(env, c, a_closed);
+	enif_mutex_unlock(c->rx);
+	enif_mutex_unlock(c->ctl);
+	chan_close(env, c);
 }
 
 /*
@@ -339,27 +410,53 @@ static ERL_NIF_TERM nif_reconnect(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
 	char path[108];
 	if (!get_chan(env, argv[0], &c) || get_name(env, argv[1], path, sizeof(path)) < 0)
 		return enif_make_badarg(env);
+	/* The new client is ours alone until attached: connect and register
+	 * its names holding only ctl (the table changes only under it). */
+	enif_mutex_lock(c->ctl);
+	struct gw_client *cl;
+	int dups[2];
+	int rc = client_open(path, &cl, dups);
+	if (rc < 0) {
+		enif_mutex_unlock(c->ctl);
+		return error_tuple(env, rc);
+	}
+	static _Thread_local int failed[EPS_SLOTS]; /* dirty scheduler threads */
+	for (unsigned i = 0; i < EPS_SLOTS; i++) {
+		struct ep_entry *e = &c->eps[i];
+		failed[i] = 0;
+		if (e->kind == EP_ENDPOINT || e->kind == EP_SERVICE)
+			failed[i] = e->kind == EP_SERVICE ? gw_service(cl, e->name)
+							  : gw_register(cl, e->name);
+	}
 	enif_mutex_lock(c->rx);
+	for (unsigned i = 0; i < EPS_SLOTS; i++) {
+		struct ep_entry *e = &c->eps[i];
+		if (failed[i] >= 0)
+			continue;
+		/* Taken meanwhile, or no room: its owners hear so. */
+		for (unsigned k = 0; k < e->npids; k++) {
+			ERL_NIF_TERM name;
+			size_t len = strlen(e->name);
+			memcpy(enif_make_new_binary(c->msg_env, len, &name), e->name, len);
+			enif_send(env, &e->pid[k], c->msg_env,
+				  enif_make_tuple3(c->msg_env, a_gridwire_name_lost, name,
+						   errno_atom(c->msg_env, failed[i])));
+			enif_clear_env(c->msg_env);
+		}
+		e->kind = EP_GONE;
+		c->neps--;
+	}
 	enif_mutex_lock(c->tx);
 	select_stop(env, c);
 	fail_calls(env, c);
-	if (c->cl)
-		gw_close(c->cl);
-	c->cl = NULL;
-	c->dead = true;
-	int rc = chan_connect(c, path);
-	for (unsigned i = 0; rc == 0 && i < EPS_SLOTS; i++) {
-		struct ep_entry *e = &c->eps[i];
-		if (e->kind == EP_ENDPOINT || e->kind == EP_SERVICE) {
-			int r = e->kind == EP_SERVICE ? gw_service(c->cl, e->name)
-						      : gw_register(c->cl, e->name);
-			if (r < 0 && r != -EEXIST)
-				rc = r;
-		}
-	}
+	struct gw_client *old = c->cl;
+	chan_attach(c, cl, dups);
 	enif_mutex_unlock(c->tx);
 	enif_mutex_unlock(c->rx);
-	return rc < 0 ? error_tuple(env, rc) : a_ok;
+	enif_mutex_unlock(c->ctl);
+	if (old)
+		gw_close(old);
+	return a_ok;
 }
 
 /* register(Chan, Name, Pid, endpoint | service, Raw) -> ok | {error, Why};
@@ -374,29 +471,45 @@ static ERL_NIF_TERM nif_register(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
 	    (argv[3] != a_endpoint && argv[3] != a_service))
 		return enif_make_badarg(env);
 	bool service = argv[3] == a_service;
-	enif_mutex_lock(c->rx);
+	/* The table changes under ctl and rx, so ctl alone may read it. An
+	 * endpoint's entry goes in before the gateway knows the name, so no
+	 * message for it finds no owner. A service is registered holding rx:
+	 * the library's list of services is read by every receive. */
+	enif_mutex_lock(c->ctl);
 	int rc = -EPIPE;
 	if (c->cl && !c->dead) {
 		uint32_t id = gw_endpoint_id(name);
 		struct ep_entry *e = ep_find(c, id);
 		if (e && service && e->kind == EP_SERVICE && !strcmp(e->name, name)) {
 			rc = e->npids < SERVERS_MAX ? 0 : -ENOSPC;
+			enif_mutex_lock(c->rx);
 			if (rc == 0)
 				e->pid[e->npids++] = pid;
+			enif_mutex_unlock(c->rx);
+		} else if (e) {
+			rc = -EEXIST;
+		} else if (!(e = ep_add(c, id))) {
+			rc = -ENOSPC;
 		} else {
-			e = e ? NULL : ep_add(c, id);
-			rc = !e ? -EEXIST : service ? gw_service(c->cl, name) : gw_register(c->cl, name);
-			if (rc == 0) {
-				*e = (struct ep_entry){ .id = id, .pid = { pid }, .npids = 1,
-							.raw = argv[4] == a_true,
-							.kind = service ? EP_SERVICE : EP_ENDPOINT };
-				memcpy(e->name, name, sizeof(e->name));
-			} else if (e) {
+			enif_mutex_lock(c->rx);
+			*e = (struct ep_entry){ .id = id, .pid = { pid }, .npids = 1,
+						.raw = argv[4] == a_true,
+						.kind = service ? EP_SERVICE : EP_ENDPOINT };
+			memcpy(e->name, name, sizeof(e->name));
+			if (service)
+				rc = gw_service(c->cl, name);
+			enif_mutex_unlock(c->rx);
+			if (!service)
+				rc = gw_register(c->cl, name);
+			if (rc < 0) {
+				enif_mutex_lock(c->rx);
+				e->kind = EP_GONE;
 				c->neps--;
+				enif_mutex_unlock(c->rx);
 			}
 		}
 	}
-	enif_mutex_unlock(c->rx);
+	enif_mutex_unlock(c->ctl);
 	return rc < 0 ? error_tuple(env, rc) : a_ok;
 }
 
@@ -411,22 +524,30 @@ static ERL_NIF_TERM nif_unregister(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
 	if (!get_chan(env, argv[0], &c) || get_name(env, argv[1], name, sizeof(name)) < 0 ||
 	    !enif_get_local_pid(env, argv[2], &pid))
 		return enif_make_badarg(env);
+	enif_mutex_lock(c->ctl);
 	enif_mutex_lock(c->rx);
 	struct ep_entry *e = ep_find(c, gw_endpoint_id(name));
 	int rc = -ENOENT;
+	bool last = false, service = false;
 	for (unsigned i = 0; e && i < e->npids; i++) {
 		if (enif_compare_pids(&e->pid[i], &pid))
 			continue;
 		e->pid[i] = e->pid[--e->npids];
 		rc = 0;
-		if (!e->npids) {
+		if ((last = !e->npids)) {
+			service = e->kind == EP_SERVICE;
 			e->kind = EP_GONE;
 			c->neps--;
-			rc = c->cl && !c->dead ? gw_unregister(c->cl, name) : 0;
 		}
 		break;
 	}
-	enif_mutex_unlock(c->rx);
+	if (!service) /* a service's drop edits the library's list: keep rx */
+		enif_mutex_unlock(c->rx);
+	if (last && c->cl && !c->dead)
+		rc = gw_unregister(c->cl, name);
+	if (service)
+		enif_mutex_unlock(c->rx);
+	enif_mutex_unlock(c->ctl);
 	return rc < 0 && rc != -EPIPE ? error_tuple(env, rc) : a_ok;
 }
 
@@ -437,9 +558,9 @@ static ERL_NIF_TERM nif_nodes(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 	if (!get_chan(env, argv[0], &c))
 		return enif_make_badarg(env);
 	struct gw_node_info info[256];
-	enif_mutex_lock(c->rx);
+	enif_mutex_lock(c->ctl);
 	int n = c->cl && !c->dead ? gw_nodes(c->cl, info, 256) : -EPIPE;
-	enif_mutex_unlock(c->rx);
+	enif_mutex_unlock(c->ctl);
 	if (n < 0)
 		return error_tuple(env, n);
 	ERL_NIF_TERM list = enif_make_list(env, 0);
@@ -459,11 +580,33 @@ static ERL_NIF_TERM nif_nodes(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 /* --- sending: normal schedulers, never waiting --- */
 
 /* Note who sent message number next_msg_id (tx held). */
-static void sent_by(struct chan *c, ErlNifEnv *env)
+/* Claim message number next_msg_id for the caller, before the send (tx
+ * held): the pid first, then the number, which a reader checks on both
+ * sides of its read of the pid. sent_done counts it once the send took. */
+static void sent_claim(struct chan *c, ErlNifEnv *env)
 {
 	struct sent *s = &c->sent[c->next_msg_id & (REJECT_WINDOW - 1)];
-	s->msg_id = c->next_msg_id++;
+	__atomic_store_n(&s->set, false, __ATOMIC_RELEASE);
 	enif_self(env, &s->pid);
+	__atomic_store_n(&s->msg_id, c->next_msg_id, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->set, true, __ATOMIC_RELEASE);
+}
+
+static void sent_done(struct chan *c)
+{
+	c->next_msg_id++;
+}
+
+/* Who sent msg_id, if the window still says (rx held, senders may write). */
+static bool sent_by(struct chan *c, uint32_t msg_id, ErlNifPid *pid)
+{
+	struct sent *s = &c->sent[msg_id & (REJECT_WINDOW - 1)];
+	if (!__atomic_load_n(&s->set, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&s->msg_id, __ATOMIC_ACQUIRE) != msg_id)
+		return false;
+	*pid = s->pid;
+	return __atomic_load_n(&s->set, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&s->msg_id, __ATOMIC_ACQUIRE) == msg_id;
 }
 
 static bool get_payload(ErlNifEnv *env, ERL_NIF_TERM t, ErlNifBinary *b)
@@ -486,10 +629,11 @@ static ERL_NIF_TERM send_or_cast(ErlNifEnv *env, const ERL_NIF_TERM argv[], bool
 	enif_mutex_lock(c->tx);
 	int rc = -EPIPE;
 	if (c->cl && !c->dead) {
+		sent_claim(c, env);
 		rc = cast ? gw_cast(c->cl, node, name, b.data, b.size, 0)
 			  : gw_send(c->cl, node, name, b.data, b.size, 0);
 		if (rc == 0)
-			sent_by(c, env);
+			sent_done(c);
 	}
 	enif_mutex_unlock(c->tx);
 	return rc < 0 ? error_tuple(env, rc) : a_ok;
@@ -524,10 +668,13 @@ static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
 	enif_mutex_lock(c->rx);
 	enif_mutex_lock(c->tx);
 	int rc = -EPIPE;
+	bool idle = false;
 	if (c->cl && !c->dead) {
+		idle = gw_wait_ms(c->cl) < 0; /* the channel's process sleeps with no deadline */
+		sent_claim(c, env);
 		rc = gw_call_start(c->cl, node, name, b.data, b.size, timeout, &id);
 		if (rc == 0) {
-			sent_by(c, env);
+			sent_done(c);
 			struct caller *k = &c->calls[id % GW_CALLS_MAX];
 			k->call_id = id;
 			enif_self(env, &k->pid);
@@ -535,6 +682,8 @@ static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
 	}
 	enif_mutex_unlock(c->tx);
 	enif_mutex_unlock(c->rx);
+	if (rc == 0 && idle) /* so that it looks again by this call's deadline */
+		enif_send(env, &c->owner, NULL, a_drain);
 	if (rc < 0)
 		return error_tuple(env, rc);
 	return enif_make_tuple2(env, a_ok, enif_make_uint(env, id));
@@ -571,9 +720,10 @@ static ERL_NIF_TERM nif_respond(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
 	enif_mutex_lock(c->tx);
 	int rc = -EPIPE;
 	if (c->cl && !c->dead) {
+		sent_claim(c, env);
 		rc = gw_respond(c->cl, &req, argv[4] == a_true, b.data, b.size, 0);
 		if (rc == 0)
-			sent_by(c, env);
+			sent_done(c);
 	}
 	enif_mutex_unlock(c->tx);
 	return rc < 0 ? error_tuple(env, rc) : a_ok;
@@ -620,7 +770,11 @@ static ERL_NIF_TERM payload(struct chan *c, const struct gw_msg *m, bool raw, bo
 {
 	ERL_NIF_TERM t;
 	*bad = false;
-	if (!raw && m->len &&
+	/* Compressed terms (tag 80) are refused: a few bytes could declare
+	 * gigabytes, and the safe option does not bound that. */
+	const uint8_t *d = m->data;
+	bool compressed = m->len >= 2 && d[0] == 131 && d[1] == 80;
+	if (!raw && m->len && !compressed &&
 	    enif_binary_to_term(c->msg_env, m->data, m->len, &t, ERL_NIF_BIN2TERM_SAFE) == m->len)
 		return t;
 	*bad = !raw;
@@ -694,11 +848,8 @@ static struct ep_entry *dispatch(ErlNifEnv *env, struct chan *c, const struct gw
 		break;
 	}
 	case GW_MSG_REJECT: {
-		struct sent *s = &c->sent[m->msg_id & (REJECT_WINDOW - 1)];
-		if (s->msg_id == m->msg_id && m->msg_id < c->next_msg_id)
-			to = s->pid;
-		else
-			c->rejects_unrouted++;
+		if (!sent_by(c, m->msg_id, &to))
+			c->rejects_unrouted++; /* to the channel's process, which logs it */
 		msg = enif_make_tuple4(e, a_gridwire_reject, from, enif_make_uint(e, m->endpoint),
 				       errno_atom(e, m->error));
 		break;
@@ -802,7 +953,7 @@ static ERL_NIF_TERM nif_endpoint_id(ErlNifEnv *env, int argc, const ERL_NIF_TERM
 
 static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info)
 {
-	ErlNifResourceTypeInit init = { .dtor = chan_dtor, .stop = chan_stop };
+	ErlNifResourceTypeInit init = { .dtor = chan_dtor, .stop = chan_stop, .down = chan_down };
 	chan_type = enif_open_resource_type_x(env, "gridwire_chan", &init, ERL_NIF_RT_CREATE,
 					      NULL);
 	if (!chan_type)
@@ -821,7 +972,8 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info)
 	A(a_hup, "hup"); A(a_true, "true"); A(a_false, "false"); A(a_endpoint, "endpoint");
 	A(a_service, "service"); A(a_unreachable, "unreachable"); A(a_enomem, "enomem");
 	A(a_gridwire_orphan, "gridwire_orphan"); A(a_gridwire_gateway_lost, "gridwire_gateway_lost");
-	A(a_enobufs, "enobufs"); A(a_ehostdown, "ehostdown");
+	A(a_enobufs, "enobufs"); A(a_ehostdown, "ehostdown"); A(a_drain, "drain");
+	A(a_gridwire_name_lost, "gridwire_name_lost");
 #undef A
 	return 0;
 }

@@ -87,6 +87,8 @@ cast(Node, Service, Req, TimeoutMs) ->
 %% {ok, Reply} | {error, Reason} | {badrpc, nodedown | unreachable}. The
 %% service's function returned {ok, Reply} or {error, Reason}; a call
 %% always ends: reply, error, timeout, or its node down.
+call(_, _, _, TimeoutMs) when not is_integer(TimeoutMs); TimeoutMs =< 0 ->
+    {error, einval};
 call(Node, Service, Req, TimeoutMs) ->
     case call_start(Node, Service, term_to_binary(Req), TimeoutMs) of
         {ok, Ref} -> call_wait(Ref, TimeoutMs);
@@ -271,13 +273,21 @@ next_outcome(Started, T) ->
                         {[], _} -> next_outcome(Started, T) % a forgotten call's
                     end
             after T + 5000 ->
-                [{K, _, {ok, Ref}} | Rest] = Waiting,
-                {K, call_wait(Ref, 0), Rest}
+                %% The library ends calls by T: its channel is held up.
+                %% Every call still waiting is a timeout.
+                forget_all(Waiting),
+                [{K, _, _} | Rest] = Waiting,
+                {K, {error, timeout}, [{K2, N, {error, timeout}} || {K2, N, _} <- Rest]}
             end
     end.
 
+%% Calls whose outcome no longer matters: dropped when it comes, and taken
+%% out of the mailbox if it came already.
 forget_all(Started) ->
-    [gridwire_nif:forget(C, Id) || {_, _, {ok, {C, _, Id}}} <- Started],
+    [begin
+         gridwire_nif:forget(C, Id),
+         receive {gridwire_reply, I, Id, _} -> ok after 0 -> ok end
+     end || {_, _, {ok, {C, I, Id}}} <- Started],
     ok.
 
 %% Does this outcome decide a pattern as an error?

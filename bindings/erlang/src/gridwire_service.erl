@@ -13,14 +13,15 @@
 start(Service, Fun, Opts) when is_function(Fun, 1) ->
     Parent = self(),
     Max = maps:get(max_handlers, Opts, gridwire:env(max_handlers)),
-    N = maps:get(servers, Opts, erlang:system_info(schedulers)),
+    N = min(maps:get(servers, Opts, erlang:system_info(schedulers)), 16), % the NIF's bound
     Chan = gridwire:channel_process(),
     Leader = spawn(fun() ->
                            process_flag(trap_exit, true),
                            L = self(),
                            Servers = [spawn_link(fun() -> server(Service, Fun, Max, Chan, Opts, L) end)
                                       || _ <- lists:seq(1, N)],
-                           Rs = [receive {S, R} -> R end || S <- Servers],
+                           Rs = [receive {S, R} -> R; {'EXIT', S, W} -> {error, W} end
+                                 || S <- Servers],
                            case [R || R <- Rs, R =/= ok] of
                                [] -> Parent ! {self(), ok}, lead(Servers);
                                [E | _] -> [exit(S, kill) || S <- Servers], Parent ! {self(), E}
@@ -38,7 +39,7 @@ lead(Servers) ->
     receive
         {stop, From} ->
             [S ! {stop, self()} || S <- Servers],
-            [receive {S, stopped} -> ok after 5000 -> ok end || S <- Servers],
+            [receive {S, stopped} -> ok after 2000 -> ok end || S <- Servers],
             From ! {self(), stopped};
         {'EXIT', _, Why} ->
             exit(Why)
@@ -79,8 +80,12 @@ quit(Service, Chan, From) ->
 
 %% Stop serving: ok once the name is free again.
 stop(Pid) ->
+    Ref = erlang:monitor(process, Pid),
     Pid ! {stop, self()},
-    receive {Pid, stopped} -> ok after 5000 -> {error, timeout} end.
+    receive
+        {Pid, stopped} -> erlang:demonitor(Ref, [flush]), ok;
+        {'DOWN', Ref, process, Pid, _} -> ok
+    end.
 
 run(Fun, Req) ->
     try Fun(Req) of
@@ -101,5 +106,7 @@ answer(Node, Sender, CallId, Failed, Bin, Tries) ->
     case gridwire_nif:respond(gridwire:channel(), Node, Sender, CallId, Failed, Bin) of
         {error, eagain} when Tries > 0 ->
             receive after 1 -> answer(Node, Sender, CallId, Failed, Bin, Tries - 1) end;
+        {error, emsgsize} -> % the caller hears why rather than timing out
+            answer(Node, Sender, CallId, true, term_to_binary(reply_too_large), Tries);
         _ -> ok
     end.

@@ -291,7 +291,23 @@ killed(Peer) ->
     ?assertEqual({error, noservice}, gridwire:call(node_a(), <<"again">>, q, ?T)),
     {ok, _} = gridwire:serve(<<"again">>, fun(_) -> {ok, 2} end),
     ?assertEqual({ok, 2}, gridwire:call(node_a(), <<"again">>, q, ?T)),
-    ?assertEqual({ok, 4}, gridwire:call(node_b(), <<"echo">>, {echo, 4}, ?T)).
+    ?assertEqual({ok, 4}, gridwire:call(node_b(), <<"echo">>, {echo, 4}, ?T)),
+    %% A channel's process killed: the processes whose names it held hear
+    %% so, the supervisor starts it afresh, and the names can be taken again.
+    Self = self(),
+    Holder = spawn(fun() ->
+                           ok = gridwire:register(<<"held">>),
+                           Self ! {holder, gridwire:channel_process()},
+                           receive {gridwire_name_lost, N, W} -> Self ! {lost, N, W} end
+                   end),
+    ChanPid = receive {holder, P} -> P end,
+    exit(ChanPid, kill),
+    ?assertEqual({lost, <<"held">>, closed}, receive {lost, _, _} = L -> L after 5000 -> none end),
+    ?assertEqual(ok, wait_for(fun() -> catch gridwire:register(<<"held">>) end,
+                              fun(R) -> R =:= ok end, 50)),
+    ok = gridwire:unregister(<<"held">>),
+    exit(Holder, kill),
+    ?assertEqual({ok, 6}, gridwire:call(node_b(), <<"echo">>, {echo, 6}, ?T)).
 
 restarted(Peer) ->
     ok = peer:call(Peer, ?MODULE, sink, [<<"sink3">>, 10, 0]),
