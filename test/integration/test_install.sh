@@ -32,6 +32,15 @@ gw_check "the dissector" test -f "$p/$libdir/wireshark/plugins/gridwire.lua"
 unit=$p/lib/systemd/system/gridwired@.service
 gw_check "the systemd unit" test -f "$unit"
 gw_check "the man pages" test -f "$p/share/man/man8/gridwired.8" -a -f "$p/share/man/man1/gw-perf.1"
+erl_app=$(ls -d "$p"/lib/erlang/lib/gridwire-* 2>/dev/null | head -1)
+gw_check "the Erlang application (ebin, priv)" test -f "$erl_app/ebin/gridwire.app" -a \
+    -f "$erl_app/ebin/gridwire_nif.beam" -a -f "$erl_app/priv/gridwire_nif.so"
+gw_check "Erlang loads the installed application and its NIF" env ERL_LIBS="$p/lib/erlang/lib" \
+    LD_LIBRARY_PATH="$p/$libdir" erl -noshell -eval '
+    ok = application:load(gridwire),
+    {module, gridwire_nif} = code:ensure_loaded(gridwire_nif),
+    true = lists:prefix(code:lib_dir(gridwire), code:which(gridwire_nif)),
+    halt().'
 # Nothing installed may name the build or source tree.
 if grep -rlF "$ROOT" "$dest" >"$work/refs"; then
     echo "FAIL: installed files name the source tree: $(tr '\n' ' ' <"$work/refs")"
@@ -42,8 +51,9 @@ fi
 # The unit, with its paths moved into the scratch root, as systemd reads it.
 mkdir -p "$work/units"
 sed "s#$prefix/#$p/#g; s#$prefix/etc#$etc#g" "$unit" >"$work/units/gridwired@check.service"
-gw_check "systemd-analyze verify gridwired@check.service" systemd-analyze verify \
-    "$work/units/gridwired@check.service"
+# (Its Documentation= names man:gridwired(8), which verify looks up.)
+gw_check "systemd-analyze verify gridwired@check.service" env MANPATH="$p/share/man" \
+    systemd-analyze verify "$work/units/gridwired@check.service"
 
 # A client built against the installed library, run against the installed gateway.
 export PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_PATH=$p/$libdir/pkgconfig
