@@ -117,19 +117,24 @@ with open(dat, "w") as f:
     for w in writers:
         f.write(f"{w} " + " ".join(f"{by[(o, w)]['rate'] if (o, w) in by else 'NaN'}"
                                     for o in ("send", "send_gw", "cast", "cast_gw", "call", "call_gw")))
-        f.write(f" {w * 10} " + " ".join(f"{by[(o, w)]['peak_mem_mb'] if (o, w) in by else 'NaN'}"
+        f.write(f" {w * 10} " + " ".join(f"{by[(o, w)].get(k, 'NaN') if (o, w) in by else 'NaN'}"
+                                         for k in ("peak_mem_mb", "backlog_mb")
                                          for o in ("send", "send_gw")) + "\n")
 script = f"""
 set terminal pngcairo size 1100,480 font ',10'
 set output '{out}/erlang.png'
 set multiplot layout 1,2 title 'The article workload on this machine: N writers, 225-byte maps every 100 ms'
-set xlabel 'writers'; set ylabel 'delivered msg/s'; set key top left; set grid
+set xlabel 'writers'; set ylabel 'delivered msg/s (intended: off the top)'; set key top left; set grid
+set yrange [0:*<400000]
 plot '{dat}' u 1:8 w l dt 2 lc rgb 'gray' t 'intended', \\
      '' u 1:2 w lp lc rgb '#c0392b' t 'native !', '' u 1:3 w lp lc rgb '#1f77b4' t 'gridwire:send', \\
      '' u 1:4 w lp dt 3 lc rgb '#c0392b' t 'erpc:cast', '' u 1:5 w lp dt 3 lc rgb '#1f77b4' t 'gridwire:cast', \\
      '' u 1:6 w lp dt 4 lc rgb '#e67e22' t 'erpc:call', '' u 1:7 w lp dt 4 lc rgb '#2ca02c' t 'gridwire:call'
-set ylabel 'sending VM peak memory, MB'
-plot '{dat}' u 1:9 w lp lc rgb '#c0392b' t 'native !', '' u 1:10 w lp lc rgb '#1f77b4' t 'gridwire:send'
+set ylabel 'sending VM memory, MB'; set yrange [0:*]
+plot '{dat}' u 1:9 w l dt 2 lc rgb '#c0392b' t 'native !, peak', \
+     '' u 1:10 w l dt 2 lc rgb '#1f77b4' t 'gridwire:send, peak', \
+     '' u 1:11 w lp lc rgb '#c0392b' t 'native !, above the writers (backlog)', \
+     '' u 1:12 w lp lc rgb '#1f77b4' t 'gridwire:send, above the writers (backlog)'
 unset multiplot
 """
 subprocess.run(["gnuplot"], input=script, text=True, check=False)
