@@ -138,9 +138,7 @@ point(B, NodeB, Op, N, M, R) ->
     [W ! report || W <- Writers],
     {{Errors, FirstError}, Rejected} = collect_errors(Writers, {0, none}, 0),
     Errors > 0 andalso io:format("  ~b errors, the first: ~p~n", [Errors, FirstError]),
-    Got < Expect andalso
-        io:format("  short of ~b: channels on A ~p, on B ~p~n",
-                  [Expect - Got, gridwire:stats(), erpc:call(B, gridwire, stats, [])]),
+    Got < Expect andalso short(Expect - Got, erpc:call(B, gridwire, stats, [])),
     erpc:call(B, ?MODULE, b_teardown, [Pids], 60000),
     Elapsed = (T1 - T0) / 1.0e6,
     Busy = busy(SW0, SW1),
@@ -199,6 +197,13 @@ collect_errors([W | Ws], {E, First}, R) ->
             collect_errors(Ws, {E + N, case First of none -> F; _ -> First end}, R + Rj)
     after 60000 -> collect_errors(Ws, {E + 1, First}, R)
     end.
+
+%% Why some did not arrive, by node B's channels (the REJECTs are counted
+%% at the writers).
+short(N, Stats) ->
+    Sum = fun(K) -> lists:sum([maps:get(K, M) || M <- Stats]) end,
+    io:format("  short of ~b: node B's channels: ~b bad terms, ~b orphans, ~b paused~n",
+              [N, Sum(bad_terms), Sum(orphans), Sum(paused)]).
 
 %% Where the cores go: CPU ticks (1/100 s) so far of the two VMs and the
 %% two gateways (GW_BENCH_PIDS="vm_b=PID,gw_a=PID,gw_b=PID").
