@@ -211,6 +211,10 @@ int gw_call(struct gw_client *cl, uint16_t node, const char *service, const void
 /* Call without waiting: *call_id names the GW_MSG_REPLY that will come. */
 int gw_call_start(struct gw_client *cl, uint16_t node, const char *service, const void *req,
 		  size_t len, int timeout_ms, uint32_t *call_id);
+/* No longer wait for that call: no GW_MSG_REPLY comes for it, and its slot
+ * (one of GW_CALLS_MAX) is free at once. -ENOENT if it had ended. The
+ * request may still run at the far end. */
+int gw_call_cancel(struct gw_client *cl, uint32_t call_id);
 
 /* Answer a GW_MSG_REQUEST: with a result, or with a failure and its reason.
  * Both wait as long as the channel is full. */

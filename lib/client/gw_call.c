@@ -173,6 +173,16 @@ void gw_call_forget(struct gw_client *cl, uint32_t id)
 	}
 }
 
+int gw_call_cancel(struct gw_client *cl, uint32_t call_id)
+{
+	struct gw_call_slot *s = call_id ? slot_of(cl, call_id) : NULL;
+	gw_call_forget(cl, call_id);
+	if (!s)
+		return -ENOENT;
+	slot_free(cl, s); /* a late reply carries an id no slot has now */
+	return 0;
+}
+
 /* Calls past their deadline, and calls to nodes that went down. */
 static void calls_check(struct gw_client *cl, int64_t now)
 {
@@ -498,8 +508,8 @@ int gw_arm(struct gw_client *cl, enum gw_wait what)
 {
 	if (what != GW_WAIT_RECV && what != GW_WAIT_SEND)
 		return -EINVAL;
-	if (cl->dead || gw_chan_gateway_gone(&cl->chan))
-		return (cl->dead = true), -EPIPE;
+	if (gw_client_dead(cl) || gw_chan_gateway_gone(&cl->chan))
+		return gw_client_set_dead(cl), -EPIPE;
 	bool tx = what == GW_WAIT_SEND;
 	eventfd_t v;
 	eventfd_read(tx ? cl->chan.efd_tx : cl->chan.efd_rx, &v); /* non-blocking: clears it */

@@ -175,14 +175,16 @@ int64_t gw_client_now_ms(void)
  */
 static int gateway_alive(struct gw_client *cl)
 {
-	if (cl->dead)
+	if (gw_client_dead(cl))
 		return -EPIPE;
 	int64_t now = gw_client_now_ms();
-	if (now == cl->alive_checked_ms)
+	if (now == __atomic_load_n(&cl->alive_checked_ms, __ATOMIC_RELAXED))
 		return 0;
-	cl->alive_checked_ms = now;
-	cl->dead = gw_chan_gateway_gone(&cl->chan);
-	return cl->dead ? -EPIPE : 0;
+	__atomic_store_n(&cl->alive_checked_ms, now, __ATOMIC_RELAXED);
+	if (!gw_chan_gateway_gone(&cl->chan))
+		return 0;
+	gw_client_set_dead(cl);
+	return -EPIPE;
 }
 
 /* A deadline (a gw_client_now_ms() value) from a timeout: 0 polls, -1 waits for ever. */
@@ -210,7 +212,7 @@ static int wait_chan(struct gw_client *cl, bool for_tx, int64_t deadline_ms)
 	}
 	int rc = gw_chan_wait(&cl->chan, for_tx, left);
 	if (rc == -EPIPE)
-		cl->dead = true;
+		gw_client_set_dead(cl);
 	return rc == -ETIMEDOUT ? 0 : rc; /* the next call says whether time is up */
 }
 
@@ -255,7 +257,7 @@ int gw_wait_fds(const struct gw_client *cl, enum gw_wait what, int fds[2])
 		return -EINVAL;
 	fds[0] = what == GW_WAIT_SEND ? cl->chan.efd_tx : cl->chan.efd_rx;
 	fds[1] = cl->chan.hup_fd;
-	return cl->dead ? -EPIPE : 0;
+	return gw_client_dead(cl) ? -EPIPE : 0;
 }
 
 int gw_flush(struct gw_client *cl, int timeout_ms)

@@ -68,6 +68,19 @@ struct gw_client {
 
 int64_t gw_client_now_ms(void);
 
+/* The gateway has gone. Sending and receiving may run on two threads when
+ * a caller splits them (the Erlang binding locks them apart): both may see
+ * and set it, so it is atomic, and once set it stays. */
+static inline bool gw_client_dead(const struct gw_client *cl)
+{
+	return __atomic_load_n(&cl->dead, __ATOMIC_RELAXED);
+}
+
+static inline void gw_client_set_dead(struct gw_client *cl)
+{
+	__atomic_store_n(&cl->dead, true, __ATOMIC_RELAXED);
+}
+
 /*
  * The next message from the channel, waiting until deadline_ms (a
  * gw_client_now_ms() value; 0 polls, -1 waits for ever): 0 with *d and

@@ -417,6 +417,19 @@ static void test_event_loop(void)
 	req.kind = GW_MSG_DATA;
 	CU_ASSERT_EQUAL(gw_respond(cl, &req, 0, "x", 1, 0), -EINVAL);
 	CU_ASSERT_EQUAL(gw_arm(cl, 7), -EINVAL);
+	/* A call cancelled: no outcome comes, even when its reply does, and
+	 * its slot is free at once. */
+	CU_ASSERT_FATAL(gw_call_start(cl, 2, "svc", "q", 1, 5000, &id) == 0);
+	CU_ASSERT_EQUAL(gw_call_cancel(cl, id), 0);
+	CU_ASSERT_EQUAL(gw_call_cancel(cl, id), -ENOENT);
+	CU_ASSERT_EQUAL(gw_wait_ms(cl), -1);
+	deliver_reply(2, id, CT_OK, "late", 4);
+	CU_ASSERT_EQUAL(gw_recv(cl, &r, 0), -EAGAIN);
+	{
+		struct gw_chan_msg cm;
+		struct call_hdr ch;
+		CU_ASSERT_FATAL(take(&cm, &ch) && ch.call_id == id); /* its request */
+	}
 	/* A service unregistered is a service no more; served again, it is. */
 	struct call_hdr q = { .magic = 0xc7, .type = CT_CALL, .call_id = 5 };
 	uint8_t buf[sizeof(q) + 1];

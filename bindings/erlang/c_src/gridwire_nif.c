@@ -362,25 +362,28 @@ static ERL_NIF_TERM nif_close(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 	return a_ok;
 }
 
-/* Tell every owner of a name in the table that it is gone (rx held). */
+/* The name of e is gone: its owners hear {gridwire_name_lost, Name, Why}
+ * and the entry goes (ctl and rx held). */
+static void name_lost(ErlNifEnv *env, struct chan *c, struct ep_entry *e, ERL_NIF_TERM why)
+{
+	for (unsigned k = 0; k < e->npids; k++) {
+		ERL_NIF_TERM name;
+		size_t len = strlen(e->name);
+		memcpy(enif_make_new_binary(c->msg_env, len, &name), e->name, len);
+		enif_send(env, &e->pid[k], c->msg_env,
+			  enif_make_tuple3(c->msg_env, a_gridwire_name_lost, name,
+					   enif_make_copy(c->msg_env, why)));
+		enif_clear_env(c->msg_env);
+	}
+	e->kind = EP_GONE;
+	c->neps--;
+}
+
 static void names_lost(ErlNifEnv *env, struct chan *c, ERL_NIF_TERM why)
 {
-	for (unsigned i = 0; i < EPS_SLOTS; i++) {
-		struct ep_entry *e = &c->eps[i];
-		if (e->kind != EP_ENDPOINT && e->kind != EP_SERVICE)
-			continue;
-		for (unsigned k = 0; k < e->npids; k++) {
-			ERL_NIF_TERM name;
-			size_t len = strlen(e->name);
-			memcpy(enif_make_new_binary(c->msg_env, len, &name), e->name, len);
-			enif_send(env, &e->pid[k], c->msg_env,
-				  enif_make_tuple3(c->msg_env, a_gridwire_name_lost, name,
-						   enif_make_copy(c->msg_env, why)));
-			enif_clear_env(c->msg_env);
-		}
-		e->kind = EP_GONE;
-		c->neps--;
-	}
+	for (unsigned i = 0; i < EPS_SLOTS; i++)
+		if (c->eps[i].kind == EP_ENDPOINT || c->eps[i].kind == EP_SERVICE)
+			name_lost(env, c, &c->eps[i], why);
 }
 
 /* The channel's process died without closing it: the channel closes, and
@@ -429,23 +432,9 @@ static ERL_NIF_TERM nif_reconnect(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
 							  : gw_register(cl, e->name);
 	}
 	enif_mutex_lock(c->rx);
-	for (unsigned i = 0; i < EPS_SLOTS; i++) {
-		struct ep_entry *e = &c->eps[i];
-		if (failed[i] >= 0)
-			continue;
-		/* Taken meanwhile, or no room: its owners hear so. */
-		for (unsigned k = 0; k < e->npids; k++) {
-			ERL_NIF_TERM name;
-			size_t len = strlen(e->name);
-			memcpy(enif_make_new_binary(c->msg_env, len, &name), e->name, len);
-			enif_send(env, &e->pid[k], c->msg_env,
-				  enif_make_tuple3(c->msg_env, a_gridwire_name_lost, name,
-						   errno_atom(c->msg_env, failed[i])));
-			enif_clear_env(c->msg_env);
-		}
-		e->kind = EP_GONE;
-		c->neps--;
-	}
+	for (unsigned i = 0; i < EPS_SLOTS; i++)
+		if (failed[i] < 0) /* taken meanwhile, or no room: its owners hear so */
+			name_lost(env, c, &c->eps[i], errno_atom(env, failed[i]));
 	enif_mutex_lock(c->tx);
 	select_stop(env, c);
 	fail_calls(env, c);
@@ -689,7 +678,8 @@ static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
 	return enif_make_tuple2(env, a_ok, enif_make_uint(env, id));
 }
 
-/* forget(Chan, CallId): its outcome is no longer wanted (dropped when it comes). */
+/* forget(Chan, CallId): its outcome is no longer wanted: none comes, and
+ * the library's slot is free at once. */
 static ERL_NIF_TERM nif_forget(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
 	struct chan *c;
@@ -698,8 +688,11 @@ static ERL_NIF_TERM nif_forget(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
 		return enif_make_badarg(env);
 	enif_mutex_lock(c->rx);
 	struct caller *k = &c->calls[id % GW_CALLS_MAX];
-	if (k->call_id == id)
+	if (k->call_id == id) {
 		k->call_id = 0;
+		if (c->cl)
+			gw_call_cancel(c->cl, id);
+	}
 	enif_mutex_unlock(c->rx);
 	return a_ok;
 }
