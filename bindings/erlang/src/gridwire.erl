@@ -87,14 +87,14 @@ cast(Node, Service, Req, TimeoutMs) ->
 %% {ok, Reply} | {error, Reason} | {badrpc, nodedown | unreachable}. The
 %% service's function returned {ok, Reply} or {error, Reason}; a call
 %% always ends: reply, error, timeout, or its node down.
-call(_, _, _, TimeoutMs) when not is_integer(TimeoutMs); TimeoutMs =< 0 ->
-    {error, einval};
 call(Node, Service, Req, TimeoutMs) ->
     case call_start(Node, Service, term_to_binary(Req), TimeoutMs) of
         {ok, Ref} -> call_wait(Ref, TimeoutMs);
         Error -> Error
     end.
 
+call_start(_, _, _, TimeoutMs) when not is_integer(TimeoutMs); TimeoutMs =< 0 ->
+    {error, einval}; % a call always has a deadline
 call_start(Node, Service, Bin, TimeoutMs) ->
     {C, _, I} = pick(),
     N = node_id(Node),

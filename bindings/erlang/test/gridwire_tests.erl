@@ -220,6 +220,8 @@ patterns(Peer) ->
     ?assertEqual({[{B, b}], [{A, {error, no}}, {X, {badrpc, unreachable}}]},
                  gridwire:call_all_wait([A, B, X], <<"picky">>, q, ?T)),
     ?assertEqual({error, einval}, gridwire:call_any([], <<"who">>, q, ?T)),
+    ?assertEqual({error, einval}, gridwire:call_any([A], <<"who">>, q, 0)),
+    ?assertEqual({error, einval}, gridwire:call(A, <<"who">>, q, infinity)),
     %% Casts: the local node first; every node; strict.
     ?assertEqual({ok, A}, gridwire:cast_one([B, A], <<"who">>, q)),
     ?assertEqual({ok, B}, gridwire:cast_one([X, B], <<"bump">>, one)),
