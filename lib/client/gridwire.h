@@ -18,9 +18,10 @@
  *
  * No DPDK runtime is needed: link with `pkg-config --libs gridwire`.
  * A gw_client is not thread-safe: use one per thread, or lock around its
- * calls. One split is allowed: sending (gw_send, gw_send_id, gw_cast,
- * gw_respond) under one lock and everything else under another, with
- * gw_call_start under both (the Erlang binding does this).
+ * calls. One split is allowed: sending with timeout 0 (gw_send,
+ * gw_send_id, gw_cast, gw_respond) under one lock and everything else
+ * under another, with gw_call_start under both (the Erlang binding does
+ * this; a send that waits also touches the receive side).
  *
  * Every function returns 0 (or a count) on success and a negative errno:
  *   -EAGAIN        the channel is full (send) or empty (recv), try later

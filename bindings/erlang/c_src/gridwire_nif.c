@@ -68,6 +68,8 @@ struct chan {
 	ErlNifMutex *ctl, *rx, *tx;
 	struct gw_client *cl; /* NULL once closed */
 	bool dead;            /* the gateway went away: sends say epipe */
+	bool closed;          /* for good: close/1, or its process died (ctl held) */
+	bool orphaned;        /* its process died while a control request held ctl */
 	int fds[2];           /* dups of gw_wait_fds, watched by enif_select */
 	int index;            /* the pool slot, in reply messages */
 	ErlNifPid owner;      /* the draining process: when it dies, the channel closes */
@@ -336,30 +338,16 @@ static void tell_lost(ErlNifEnv *env, struct chan *c)
 	memset(c->sent, 0, REJECT_WINDOW * sizeof(*c->sent));
 }
 
-static void chan_close(ErlNifEnv *env, struct chan *c)
+/* Stop using the client (all three locks held): no more selects, and
+ * waiting callers get {error, epipe}. The caller closes what it returns. */
+static struct gw_client *chan_detach(ErlNifEnv *env, struct chan *c)
 {
-	enif_mutex_lock(c->ctl);
-	enif_mutex_lock(c->rx);
-	enif_mutex_lock(c->tx);
 	select_stop(env, c);
 	fail_calls(env, c);
-	if (c->cl)
-		gw_close(c->cl);
+	struct gw_client *cl = c->cl;
 	c->cl = NULL;
 	c->dead = true;
-	enif_mutex_unlock(c->tx);
-	enif_mutex_unlock(c->rx);
-	enif_mutex_unlock(c->ctl);
-}
-
-/* close(Chan): stop watching, drop the client. */
-static ERL_NIF_TERM nif_close(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
-{
-	struct chan *c;
-	if (!get_chan(env, argv[0], &c))
-		return enif_make_badarg(env);
-	chan_close(env, c);
-	return a_ok;
+	return cl;
 }
 
 /* The name of e is gone: its owners hear {gridwire_name_lost, Name, Why}
@@ -379,26 +367,65 @@ static void name_lost(ErlNifEnv *env, struct chan *c, struct ep_entry *e, ERL_NI
 	c->neps--;
 }
 
-static void names_lost(ErlNifEnv *env, struct chan *c, ERL_NIF_TERM why)
+/* Close for good (ctl held): the owners of its names hear
+ * {gridwire_name_lost, Name, closed}. */
+static void close_held(ErlNifEnv *env, struct chan *c)
 {
+	if (c->closed)
+		return;
+	enif_mutex_lock(c->rx);
+	enif_mutex_lock(c->tx);
 	for (unsigned i = 0; i < EPS_SLOTS; i++)
 		if (c->eps[i].kind == EP_ENDPOINT || c->eps[i].kind == EP_SERVICE)
-			name_lost(env, c, &c->eps[i], why);
+			name_lost(env, c, &c->eps[i], a_closed);
+	struct gw_client *cl = chan_detach(env, c);
+	c->closed = true;
+	enif_mutex_unlock(c->tx);
+	enif_mutex_unlock(c->rx);
+	if (cl)
+		gw_close(cl);
 }
 
-/* The channel's process died without closing it: the channel closes, and
- * the processes whose names it held hear so ({gridwire_name_lost, Name,
- * closed}); the supervisor starts the channel afresh. */
+static void chan_close(ErlNifEnv *env, struct chan *c)
+{
+	enif_mutex_lock(c->ctl);
+	close_held(env, c);
+	enif_mutex_unlock(c->ctl);
+}
+
+/* The end of every control request: if the channel's process died
+ * meanwhile, the close it could not do waits no longer. */
+static void ctl_unlock(ErlNifEnv *env, struct chan *c)
+{
+	enif_mutex_unlock(c->ctl);
+	if (__atomic_load_n(&c->orphaned, __ATOMIC_SEQ_CST))
+		chan_close(env, c);
+}
+
+/* close(Chan): stop watching, drop the client. */
+static ERL_NIF_TERM nif_close(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct chan *c;
+	if (!get_chan(env, argv[0], &c))
+		return enif_make_badarg(env);
+	chan_close(env, c);
+	return a_ok;
+}
+
+/*
+ * The channel's process died without closing it: the channel closes, and
+ * the supervisor starts it afresh. This runs on a normal scheduler, so it
+ * never waits for ctl: a control request holding it closes the channel as
+ * it ends (ctl_unlock).
+ */
 static void chan_down(ErlNifEnv *env, void *obj, ErlNifPid *pid, ErlNifMonitor *mon)
 {
 	struct chan *c = obj;
-	enif_mutex_lock(c->ctl);
-	enif_mutex_lock(c->rx);
-	if (c->cl)
-		names_lost(env, c, a_closed);
-	enif_mutex_unlock(c->rx);
-	enif_mutex_unlock(c->ctl);
-	chan_close(env, c);
+	__atomic_store_n(&c->orphaned, true, __ATOMIC_SEQ_CST);
+	if (enif_mutex_trylock(c->ctl) == 0) {
+		close_held(env, c);
+		enif_mutex_unlock(c->ctl);
+	}
 }
 
 /*
@@ -413,14 +440,26 @@ static ERL_NIF_TERM nif_reconnect(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
 	char path[108];
 	if (!get_chan(env, argv[0], &c) || get_name(env, argv[1], path, sizeof(path)) < 0)
 		return enif_make_badarg(env);
-	/* The new client is ours alone until attached: connect and register
-	 * its names holding only ctl (the table changes only under it). */
+	/* The old client goes first (its names with it, at the gateway), then
+	 * the new one, ours alone until attached, connects and registers the
+	 * names holding only ctl (the table changes only under it). */
 	enif_mutex_lock(c->ctl);
+	if (c->closed) {
+		ctl_unlock(env, c);
+		return error_tuple(env, -EPIPE);
+	}
+	enif_mutex_lock(c->rx);
+	enif_mutex_lock(c->tx);
+	struct gw_client *old = chan_detach(env, c);
+	enif_mutex_unlock(c->tx);
+	enif_mutex_unlock(c->rx);
+	if (old)
+		gw_close(old);
 	struct gw_client *cl;
 	int dups[2];
 	int rc = client_open(path, &cl, dups);
 	if (rc < 0) {
-		enif_mutex_unlock(c->ctl);
+		ctl_unlock(env, c);
 		return error_tuple(env, rc);
 	}
 	static _Thread_local int failed[EPS_SLOTS]; /* dirty scheduler threads */
@@ -436,15 +475,10 @@ static ERL_NIF_TERM nif_reconnect(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
 		if (failed[i] < 0) /* taken meanwhile, or no room: its owners hear so */
 			name_lost(env, c, &c->eps[i], errno_atom(env, failed[i]));
 	enif_mutex_lock(c->tx);
-	select_stop(env, c);
-	fail_calls(env, c);
-	struct gw_client *old = c->cl;
 	chan_attach(c, cl, dups);
 	enif_mutex_unlock(c->tx);
 	enif_mutex_unlock(c->rx);
-	enif_mutex_unlock(c->ctl);
-	if (old)
-		gw_close(old);
+	ctl_unlock(env, c);
 	return a_ok;
 }
 
@@ -498,7 +532,7 @@ static ERL_NIF_TERM nif_register(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
 			}
 		}
 	}
-	enif_mutex_unlock(c->ctl);
+	ctl_unlock(env, c);
 	return rc < 0 ? error_tuple(env, rc) : a_ok;
 }
 
@@ -536,7 +570,7 @@ static ERL_NIF_TERM nif_unregister(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
 		rc = gw_unregister(c->cl, name);
 	if (service)
 		enif_mutex_unlock(c->rx);
-	enif_mutex_unlock(c->ctl);
+	ctl_unlock(env, c);
 	return rc < 0 && rc != -EPIPE ? error_tuple(env, rc) : a_ok;
 }
 
@@ -549,7 +583,7 @@ static ERL_NIF_TERM nif_nodes(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 	struct gw_node_info info[256];
 	enif_mutex_lock(c->ctl);
 	int n = c->cl && !c->dead ? gw_nodes(c->cl, info, 256) : -EPIPE;
-	enif_mutex_unlock(c->ctl);
+	ctl_unlock(env, c);
 	if (n < 0)
 		return error_tuple(env, n);
 	ERL_NIF_TERM list = enif_make_list(env, 0);
@@ -575,8 +609,11 @@ static ERL_NIF_TERM nif_nodes(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 static void sent_claim(struct chan *c, ErlNifEnv *env)
 {
 	struct sent *s = &c->sent[c->next_msg_id & (REJECT_WINDOW - 1)];
-	__atomic_store_n(&s->set, false, __ATOMIC_RELEASE);
-	enif_self(env, &s->pid);
+	ErlNifPid self;
+	enif_self(env, &self);
+	__atomic_store_n(&s->set, false, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE); /* "unset" is seen before the new pid */
+	__atomic_store_n(&s->pid.pid, self.pid, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->msg_id, c->next_msg_id, __ATOMIC_RELEASE);
 	__atomic_store_n(&s->set, true, __ATOMIC_RELEASE);
 }
@@ -593,9 +630,10 @@ static bool sent_by(struct chan *c, uint32_t msg_id, ErlNifPid *pid)
 	if (!__atomic_load_n(&s->set, __ATOMIC_ACQUIRE) ||
 	    __atomic_load_n(&s->msg_id, __ATOMIC_ACQUIRE) != msg_id)
 		return false;
-	*pid = s->pid;
-	return __atomic_load_n(&s->set, __ATOMIC_ACQUIRE) &&
-	       __atomic_load_n(&s->msg_id, __ATOMIC_ACQUIRE) == msg_id;
+	pid->pid = __atomic_load_n(&s->pid.pid, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE); /* the pid is read before the re-check */
+	return __atomic_load_n(&s->set, __ATOMIC_RELAXED) &&
+	       __atomic_load_n(&s->msg_id, __ATOMIC_RELAXED) == msg_id;
 }
 
 static bool get_payload(ErlNifEnv *env, ERL_NIF_TERM t, ErlNifBinary *b)

@@ -39,7 +39,10 @@ lead(Servers) ->
     receive
         {stop, From} ->
             [S ! {stop, self()} || S <- Servers],
-            [receive {S, stopped} -> ok after 2000 -> ok end || S <- Servers],
+            Until = erlang:monotonic_time(millisecond) + 5000, % for all of them
+            [receive {S, stopped} -> ok
+             after max(0, Until - erlang:monotonic_time(millisecond)) -> ok
+             end || S <- Servers],
             From ! {self(), stopped};
         {'EXIT', _, Why} ->
             exit(Why)
@@ -85,6 +88,9 @@ stop(Pid) ->
     receive
         {Pid, stopped} -> erlang:demonitor(Ref, [flush]), ok;
         {'DOWN', Ref, process, Pid, _} -> ok
+    after 6000 -> % the leader gives its servers 5 s
+        erlang:demonitor(Ref, [flush]),
+        {error, timeout}
     end.
 
 run(Fun, Req) ->
