@@ -32,9 +32,14 @@ attack() { # OUT STEER: a verified run at beta with replays and forgeries fired 
     sleep 1
     # Replay: frames beta has already accepted, captured as they arrived, sent again.
     rm -f "$work/kit"
-    ip netns exec gwb python3 "$ROOT/test/integration/inject.py" --capture veth-b0,veth-b1 300 \
-        "$work/kit" >/dev/null
-    [[ -s $work/kit ]] || gw_die "captured no frame to replay (is the run still going? $(tail -2 "$work/pair.out"))"
+    if ! ip netns exec gwb python3 "$ROOT/test/integration/inject.py" --capture veth-b0,veth-b1 300 \
+        "$work/kit" >"$work/capture.out" 2>&1 || [[ ! -s $work/kit ]]; then
+        # What the run said meanwhile, and what each side's ports counted.
+        tail -3 "$work/capture.out" >&2
+        cat "$work/pair.out" >&2
+        ip -n gwb -s link show veth-b0 >&2 || true
+        gw_die "captured too few frames to replay: did the run's traffic stop? (its output is above)"
+    fi
     replayed=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" --send "$work/kit" veth-a0 "$2")
     forged=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" 2000 veth-a0 veth-a1)
     kill -0 "$pid" || gw_die "the run ended before the attack was over: make it longer"
