@@ -177,10 +177,12 @@ gw_gateways_up() {
     shift
     local p left
     for i in gwa gwb; do
-        # Captures (tshark, dumpcap) may watch the namespace; nothing else.
+        # Captures (tshark, dumpcap, and test/integration/inject.py's
+        # gw-capture) may watch the namespace; nothing else.
         left=""
         for p in $(ip netns pids "$i" 2>/dev/null); do
-            [[ " tshark dumpcap " == *" $(cat "/proc/$p/comm" 2>/dev/null) "* ]] || left+=" $p"
+            [[ " tshark dumpcap gw-capture " == *" $(cat "/proc/$p/comm" 2>/dev/null) "* ]] ||
+                left+=" $p"
         done
         [[ -z $left ]] ||
             gw_die "processes still run in namespace $i:$left: stop them first (gw_gateways_down, or ./scripts/gw netns down)"

@@ -70,8 +70,11 @@ def frames(rng, n):
 
 
 def capture(ifaces, n, path):
-    """Capture n gridwire frames arriving on any of ifaces into path."""
+    """Capture n gridwire DATA frames arriving on any of ifaces into path."""
+    import ctypes
     import select
+    # Named as a capture, which gw_gateways_up lets watch a namespace.
+    ctypes.CDLL(None).prctl(15, b"gw-capture", 0, 0, 0)  # PR_SET_NAME
     socks = []
     for name in ifaces:
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
@@ -90,7 +93,10 @@ def capture(ifaces, n, path):
             f, addr = s.recvfrom(65536)
             if addr[2] == socket.PACKET_OUTGOING:
                 continue
-            if len(f) > 42 and f[23] == 17 and struct.unpack("!H", f[36:38])[0] == PORT:
+            # UDP to the gridwire port, gridwire type 1 (DATA): not the HELLOs
+            # that come first when the capture starts before the run.
+            if (len(f) > 46 and f[23] == 17 and struct.unpack("!H", f[36:38])[0] == PORT
+                    and f[45] == 1):
                 got.append(f)
     with open(path, "wb") as out:
         for f in got[:n]:

@@ -26,15 +26,19 @@ on=$("$pair" --procs 4 --writers 250 --msgs 2000 --set "auth.key_file=$work/key"
 export GW_LINK=veth
 gw_ns_up >/dev/null
 attack() { # OUT STEER: a verified run at beta with replays and forgeries fired at it
+    # Replay: frames beta has already accepted, captured as they arrived, sent
+    # again. The capture starts first: once the run's ten polling lcores are
+    # up, a new process can wait many seconds for the CPU before it listens.
+    rm -f "$work/kit"
+    ip netns exec gwb python3 "$ROOT/test/integration/inject.py" --capture veth-b0,veth-b1 300 \
+        "$work/kit" >"$work/capture.out" 2>&1 &
+    local cap=$!
+    sleep 1 # listening
     gw_pair_bg "$work/pair.out" --procs 2 --writers 100 --msgs 20000 --rate 100000 \
         --set "auth.key_file=$work/key"
     local pid=$GW_PID_PAIR
-    sleep 1
-    # Replay: frames beta has already accepted, captured as they arrived, sent again.
-    rm -f "$work/kit"
-    if ! ip netns exec gwb python3 "$ROOT/test/integration/inject.py" --capture veth-b0,veth-b1 300 \
-        "$work/kit" >"$work/capture.out" 2>&1 || [[ ! -s $work/kit ]]; then
-        # What the run said meanwhile, and what each side's ports counted.
+    if ! wait "$cap" || [[ ! -s $work/kit ]]; then
+        # What the run said meanwhile, and what beta's port counted.
         tail -3 "$work/capture.out" >&2
         cat "$work/pair.out" >&2
         ip -n gwb -s link show veth-b0 >&2 || true
