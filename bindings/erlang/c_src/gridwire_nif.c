@@ -783,17 +783,6 @@ static ERL_NIF_TERM nif_node_up(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
 	return up ? a_true : a_false;
 }
 
-static ERL_NIF_TERM nif_msg_max(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
-{
-	struct chan *c;
-	if (!get_chan(env, argv[0], &c))
-		return enif_make_badarg(env);
-	enif_mutex_lock(c->tx);
-	size_t n = c->cl ? gw_msg_max(c->cl) : 0;
-	enif_mutex_unlock(c->tx);
-	return enif_make_uint64(env, n);
-}
-
 /* --- draining: the channel's process --- */
 
 /* The payload as a term (safe) or, raw or undecodable, a binary. */
@@ -1025,7 +1014,6 @@ static ErlNifFunc funcs[] = {
 	{ "drain", 2, nif_drain, 0 },
 	{ "local_node", 1, nif_local_node, 0 },
 	{ "node_up", 2, nif_node_up, 0 },
-	{ "msg_max", 1, nif_msg_max, 0 },
 	{ "stats", 1, nif_stats, 0 },
 	{ "endpoint_id", 1, nif_endpoint_id, 0 },
 };

@@ -3,7 +3,7 @@
 %% and gridwire_chan use it.
 -module(gridwire_nif).
 -export([open/2, close/1, reconnect/2, register/5, unregister/3, nodes/1, send/4, cast/4,
-         call/5, forget/2, respond/6, drain/2, local_node/1, node_up/2, msg_max/1,
+         call/5, forget/2, respond/6, drain/2, local_node/1, node_up/2,
          stats/1, endpoint_id/1]).
 -on_load(load/0).
 
@@ -33,6 +33,5 @@ respond(_Chan, _Node, _Sender, _CallId, _Failed, _IoData) -> ?NIF.
 drain(_Chan, _Max) -> ?NIF.
 local_node(_Chan) -> ?NIF.
 node_up(_Chan, _Node) -> ?NIF.
-msg_max(_Chan) -> ?NIF.
 stats(_Chan) -> ?NIF.
 endpoint_id(_Name) -> ?NIF.
