@@ -1,0 +1,298 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Two emulated gateway hosts, A and B, under QEMU's full emulation (TCG):
+# q35 with an Intel IOMMU (interrupt remapping on), hugepages, and two PCI
+# NICs each (virtio-net-pci behind the IOMMU, multi-queue, RSS, MTU 9000)
+# joined by two independent wires, A's NIC i to B's NIC i: host taps whose
+# ingress tc redirects to the other tap (a Linux bridge would drop LACP).
+# Each guest runs this machine's root read-only over 9p with a tmpfs above
+# it, so the project's own build is what runs there. See usage().
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ROOT=$(gw_root)
+
+STATE=${GW_HOST_STATE:-/run/gridwire-host}
+QUEUES=${GW_HOST_QUEUES:-5}  # queue pairs per NIC: gridwired's main, 2 workers, 2 receivers
+# rss=on is QEMU's own RSS in software (Debian's QEMU 7.2 cannot load its
+# eBPF RSS with libbpf 1.x): a queue whose packets it moves to a full queue
+# stalls for good, so under overload use rss=off, where the tap's flow hash
+# picks the queue (README "On a gateway host").
+RSS=${GW_HOST_RSS:-on}
+SMP=${GW_HOST_SMP:-2}
+MEM=${GW_HOST_MEM:-3072}     # MB per guest
+HUGE2M=${GW_HOST_HUGE:-512}  # 2 MB pages reserved on the guest's command line
+PORT_BASE=${GW_HOST_PORT:-47700}
+GUESTS=(A B)
+
+usage() {
+    cat <<EOF
+usage: ${0##*/} COMMAND [ARGS]
+
+  up [--systemd A|B] [--no-iommu A|B]
+                     build the initramfs (once), make the two wires, boot A and
+                     B, wait until both answer (about a minute under TCG)
+  down               power both off, remove the wires; never fails
+  status             each guest: running or not, its NICs; the wires
+  shell A|B          an interactive shell in the guest
+  run A|B [CMD...]   run CMD (or the bash script on stdin) in the guest, in
+                     this tree, with its output; exit with its status
+  link A|B 0|1 on|off
+                     QEMU's set_link on a NIC: the guest's PMD sees its link
+                     go down or come up (a cut wire, from outside)
+  console A|B        the guest's serial console (a shell on it in the guest;
+                     Ctrl-] leaves); what it printed is in $STATE/NAME/console.log
+
+In a guest: NICs 0000:00:04.0 and 0000:00:05.0 are the data NICs (wire 0
+and 1), 0000:00:03.0 the management NIC (the guest's own network, which
+nothing may bind); /gw is shared with $STATE/NAME/share on this machine.
+environment: GW_HOST_QUEUES ($QUEUES), GW_HOST_RSS ($RSS), GW_HOST_SMP ($SMP), GW_HOST_MEM ($MEM MB),
+             GW_HOST_HUGE ($HUGE2M 2 MB pages), GW_HOST_STATE, GW_HOST_PORT ($PORT_BASE)
+EOF
+}
+
+die() { echo "host: $*" >&2; exit 1; }
+need_root() { [[ $EUID -eq 0 ]] || die "must run as root (taps, QEMU)"; }
+
+gi() { # A|B -> 0|1
+    case ${1:-} in
+    A | a) echo 0 ;;
+    B | b) echo 1 ;;
+    *) die "no emulated host '${1:-}': A or B" ;;
+    esac
+}
+
+kernel() { # the newest Debian kernel with its modules
+    local k v
+    for k in $(ls -1v /boot/vmlinuz-*-amd64 2>/dev/null | tac); do
+        v=${k#/boot/vmlinuz-}
+        [[ -d /lib/modules/$v ]] && { echo "$v"; return 0; }
+    done
+    die "no kernel to boot: apt-get install linux-image-amd64 (./scripts/gw deps does)"
+}
+
+# The initramfs: static busybox, scripts/host/init, the modules that reach
+# the root over 9p and the overlay, in the order modprobe would load them.
+initramfs() {
+    local v=$1 out=$STATE/initramfs-$1.cpio.gz dir m
+    [[ -s $out && $out -nt $ROOT/scripts/host/init ]] && { echo "$out"; return 0; }
+    [[ -x /bin/busybox ]] || die "no busybox: apt-get install busybox-static"
+    dir=$(mktemp -d)
+    mkdir -p "$dir"/{bin,modules,proc,sys,dev}
+    cp /bin/busybox "$dir/bin/busybox"
+    cp "$ROOT/scripts/host/init" "$dir/init"
+    : >"$dir/modules.order"
+    for m in virtio_pci 9pnet_virtio 9p overlay; do
+        modprobe -S "$v" --show-depends "$m" | awk '$1 == "insmod" {print $2}'
+    done | awk '!seen[$0]++' | while read -r m; do
+        cp "$m" "$dir/modules/"
+        basename "$m" .ko >>"$dir/modules.order"
+    done
+    (cd "$dir" && find . | cpio -o -H newc --quiet | gzip -1) >"$out.tmp"
+    mv "$out.tmp" "$out"
+    rm -rf "$dir"
+    echo "$out"
+}
+
+tap() { echo "gwh${GUESTS[$1]}$2"; }
+mac() { printf '52:54:00:%02x:00:%02x' "$((0xa0 + $1))" "$2"; }
+
+wires_up() {
+    local n g t
+    for n in 0 1; do
+        for g in 0 1; do
+            t=$(tap "$g" "$n")
+            ip link del "$t" 2>/dev/null || true
+            ip tuntap add "$t" mode tap multi_queue
+            ip link set "$t" mtu 9000 up
+        done
+        # Each tap's ingress (what its guest sent) leaves by the other tap
+        # (to the other guest): a wire with nothing in between.
+        for g in 0 1; do
+            t=$(tap "$g" "$n")
+            tc qdisc add dev "$t" ingress
+            tc filter add dev "$t" parent ffff: protocol all u32 match u32 0 0 \
+                action mirred egress redirect dev "$(tap $((1 - g)) "$n")"
+        done
+    done
+}
+
+wires_down() {
+    local n g
+    for n in 0 1; do for g in 0 1; do ip link del "$(tap "$g" "$n")" 2>/dev/null || true; done; done
+}
+
+qpid() { # a running guest's QEMU pid, or nothing
+    local f=$STATE/${GUESTS[$1]}/qemu.pid p
+    [[ -s $f ]] || return 0
+    p=$(cat "$f")
+    kill -0 "$p" 2>/dev/null && [[ $(cat "/proc/$p/comm" 2>/dev/null) == qemu-system-* ]] && echo "$p"
+    return 0
+}
+
+boot() { # index, kernel version, initramfs, init (agent|systemd), iommu (1|0)
+    local g=$1 v=$2 rd=$3 init=$4 iommu=$5 name=${GUESTS[$1]} d n dev append huge
+    d=$STATE/$name
+    rm -rf "$d"
+    mkdir -p "$d/share"
+    huge="hugepagesz=2M hugepages=$HUGE2M"
+    # 1 GB pages too, where the emulated CPU offers them (-cpu max does).
+    grep -qw pdpe1gb /proc/cpuinfo && huge="default_hugepagesz=2M $huge hugepagesz=1G hugepages=1"
+    append="console=ttyS0 panic=-1 rdinit=/init gw.init=$init gw.root=$ROOT gw.name=$name $huge"
+    local iommu_dev=() nicopt=""
+    if ((iommu)); then
+        append+=" intel_iommu=on iommu=pt"
+        iommu_dev=(-device intel-iommu,intremap=on,aw-bits=48)
+        nicopt=",iommu_platform=on,disable-legacy=on"
+    fi
+    # The management NIC (guest.sh finds it by its MAC, 52:54:00:99:00:xx):
+    # QEMU's user network, with the guest's command ports forwarded here.
+    dev=(-netdev "user,id=mgmt,hostfwd=tcp:127.0.0.1:$(port_of "$g")-:5000,hostfwd=tcp:127.0.0.1:$(port_of "$g" 1)-:5001"
+        -device "virtio-net-pci,netdev=mgmt,mac=52:54:00:99:00:0$g,addr=0x3")
+    for n in 0 1; do
+        dev+=(-netdev "tap,id=nic$n,ifname=$(tap "$g" "$n"),script=no,downscript=no,vhost=off,queues=$QUEUES"
+            -device "virtio-net-pci,netdev=nic$n,mac=$(mac "$g" "$n"),mq=on,vectors=$((2 * QUEUES + 2)),rss=$RSS,rx_queue_size=1024,host_mtu=9000$nicopt,addr=0x$((4 + n))")
+    done
+    qemu-system-x86_64 -name "gw-$name" -accel tcg -machine q35 -cpu max -smp "$SMP" -m "$MEM" \
+        "${iommu_dev[@]}" -kernel "/boot/vmlinuz-$v" -initrd "$rd" -append "$append" \
+        -fsdev "local,id=fsroot,path=/,security_model=none,readonly=on,multidevs=remap" \
+        -device "virtio-9p-pci,fsdev=fsroot,mount_tag=root,addr=0x6" \
+        -fsdev "local,id=fsshare,path=$d/share,security_model=none,multidevs=remap" \
+        -device "virtio-9p-pci,fsdev=fsshare,mount_tag=gwhost,addr=0x7" \
+        "${dev[@]}" -display none \
+        -chardev "socket,id=con,path=$d/console.sock,server=on,wait=off,logfile=$d/console.log" \
+        -serial chardev:con \
+        -monitor "unix:$d/monitor.sock,server=on,wait=off" -no-reboot \
+        -pidfile "$d/qemu.pid" -daemonize >"$d/qemu.log" 2>&1 ||
+        { cat "$d/qemu.log" >&2; die "QEMU did not start guest $name"; }
+}
+
+port_of() { echo $((PORT_BASE + 2 * $1 + ${2:-0})); }
+
+# run_in INDEX: the script on stdin, in the guest; its output; its status.
+run_in() {
+    local g=$1 rc=0
+    [[ -n $(qpid "$g") ]] || die "guest ${GUESTS[$g]} is not running (./scripts/gw host up)"
+    socat -t 86400 - "TCP:127.0.0.1:$(port_of "$g")" 2>/dev/null | rc_of || rc=$?
+    return "$rc"
+}
+
+rc_of() { # guest.sh run's output on stdin: print it, exit with its status
+    local line rc=255
+    while IFS= read -r line || [[ -n $line ]]; do
+        if [[ $line == $'\001'gw-rc=* ]]; then rc=${line#*=}; else printf '%s\n' "$line"; fi
+    done
+    return "$rc"
+}
+
+wait_up() { # index, seconds
+    local g=$1 t0=$SECONDS
+    while ((SECONDS - t0 < $2)); do
+        [[ -n $(qpid "$g") ]] || { tail -n 20 "$STATE/${GUESTS[$g]}/console.log" >&2; die "guest ${GUESTS[$g]} died while booting"; }
+        [[ $(echo 'echo up' | run_in "$g" 2>/dev/null) == up ]] && return 0
+        sleep 1
+    done
+    tail -n 20 "$STATE/${GUESTS[$g]}/console.log" >&2
+    die "guest ${GUESTS[$g]} did not answer in $2 s"
+}
+
+monitor() { # index, HMP command
+    printf '%s\n' "$2" | socat -t 2 - "UNIX-CONNECT:$STATE/${GUESTS[$1]}/monitor.sock" >/dev/null
+}
+
+cmd_up() {
+    need_root
+    local systemd="" noiommu="" g v rd t0=$SECONDS
+    while (($#)); do
+        case $1 in
+        --systemd) systemd+=" $(gi "$2")"; shift 2 ;;
+        --no-iommu) noiommu+=" $(gi "$2")"; shift 2 ;;
+        *) die "up: unknown option $1" ;;
+        esac
+    done
+    command -v qemu-system-x86_64 >/dev/null || die "no QEMU: apt-get install qemu-system-x86 (./scripts/gw deps does)"
+    cmd_down >/dev/null 2>&1
+    mkdir -p "$STATE"
+    v=$(kernel)
+    rd=$(initramfs "$v")
+    wires_up
+    for g in 0 1; do
+        boot "$g" "$v" "$rd" "$([[ " $systemd " == *" $g "* ]] && echo systemd || echo agent)" \
+            "$([[ " $noiommu " == *" $g "* ]] && echo 0 || echo 1)"
+    done
+    for g in 0 1; do wait_up "$g" 300; done
+    echo "host: A and B up in $((SECONDS - t0)) s (kernel $v)"
+}
+
+cmd_down() {
+    local g p
+    for g in 0 1; do
+        p=$(qpid "$g")
+        [[ -n $p ]] || continue
+        monitor "$g" quit 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$p" 2>/dev/null || true
+    done
+    wires_down
+    return 0
+}
+
+cmd_status() {
+    local g p rc=0
+    for g in 0 1; do
+        p=$(qpid "$g")
+        if [[ -z $p ]]; then
+            echo "${GUESTS[$g]}: not running"
+            rc=1
+            continue
+        fi
+        echo "${GUESTS[$g]}: running (QEMU pid $p)"
+        echo 'for d in 0000:00:03.0 0000:00:04.0 0000:00:05.0; do
+                  drv=$(basename "$(readlink /sys/bus/pci/devices/$d/driver)" 2>/dev/null)
+                  echo "  $d ${drv:-no driver} iommu_group=$(basename "$(readlink /sys/bus/pci/devices/$d/iommu_group)" 2>/dev/null)"
+              done' | run_in "$g" || echo "  (not answering)"
+    done
+    ip -br link show | grep '^gwh' || echo "no wires"
+    return "$rc"
+}
+
+cmd_run() {
+    local g
+    g=$(gi "${1:-}")
+    shift
+    if (($#)); then printf '%s\n' "$*" | run_in "$g"; else run_in "$g"; fi
+}
+
+main() {
+    local cmd=${1:-}
+    (($#)) && shift
+    case $cmd in
+    up) cmd_up "$@" ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    run) cmd_run "$@" ;;
+    shell)
+        local g
+        g=$(gi "${1:-}")
+        [[ -n $(qpid "$g") ]] || die "guest ${GUESTS[$g]} is not running"
+        exec socat -,raw,echo=0,escape=0x1d "TCP:127.0.0.1:$(port_of "$g" 1)"
+        ;;
+    link)
+        local g
+        g=$(gi "${1:-}")
+        [[ ${2:-} == [01] && ${3:-} == @(on|off) ]] || die "usage: link A|B 0|1 on|off"
+        monitor "$g" "set_link nic$2 $3"
+        ;;
+    console)
+        local g
+        g=$(gi "${1:-}")
+        [[ -n $(qpid "$g") ]] || die "guest ${GUESTS[$g]} is not running"
+        exec socat -,raw,echo=0,escape=0x1d "UNIX-CONNECT:$STATE/${GUESTS[$g]}/console.sock"
+        ;;
+    -h | --help | help | "") usage ;;
+    *) die "unknown command '$cmd' (up down status shell run link console)" ;;
+    esac
+}
+
+main "$@"
