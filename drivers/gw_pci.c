@@ -5,9 +5,13 @@
  * args for every pci member). Everything else is ethdev's: its PMD reports
  * its link (LSC interrupts where it offers them) and can take it down.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_ethdev.h>
 
@@ -37,15 +41,49 @@ static int check(const char *arg, const struct gw_config *cfg, char *why, size_t
 	return 0;
 }
 
+/* Is there at least one IOMMU group (vfio-pci binds nothing without)? */
+static bool iommu_groups(void)
+{
+	DIR *d = opendir("/sys/kernel/iommu_groups");
+	bool any = false;
+	for (struct dirent *e; d && !any && (e = readdir(d));)
+		any = e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return any;
+}
+
+/* Why EAL made no port of addr, from sysfs: what is missing and its fix. */
+static int diagnose(const char *addr, char *why, size_t len)
+{
+	char path[PATH_MAX], drv[PATH_MAX];
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s", addr);
+	if (access(path, F_OK) < 0) {
+		snprintf(why, len, "no such PCI device (lspci -D lists them)");
+		return -ENODEV;
+	}
+	if (!iommu_groups()) {
+		snprintf(why, len, "no IOMMU, so vfio-pci cannot take it: enable VT-d or AMD-Vi and boot with intel_iommu=on iommu=pt (or amd_iommu=on)");
+		return -ENODEV;
+	}
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", addr);
+	ssize_t n = readlink(path, drv, sizeof(drv) - 1);
+	drv[n > 0 ? n : 0] = '\0';
+	const char *name = n > 0 ? basename(drv) : NULL;
+	if (name && !strcmp(name, "vfio-pci"))
+		snprintf(why, len, "bound to vfio-pci, but EAL did not probe it (its lines above say why)");
+	else
+		snprintf(why, len, "bound to %s, not vfio-pci: bind it (gridwire-setup -c CONFIG, or dpdk-devbind.py -b vfio-pci %s)",
+			 name ? name : "no driver", addr);
+	return -ENODEV;
+}
+
 static int open_dev(struct gw_member *m, const struct gw_config *cfg, uint16_t nq, char *why,
 		    size_t len)
 {
 	snprintf(m->dev, sizeof(m->dev), "%s", m->arg);
-	if (rte_eth_dev_get_port_by_name(m->dev, &m->port_id) < 0) {
-		snprintf(why, len, "EAL found no such device: is it there (lspci -s %s) and bound to vfio-pci (dpdk-devbind.py --status)?",
-			 m->arg);
-		return -ENODEV;
-	}
+	if (rte_eth_dev_get_port_by_name(m->dev, &m->port_id) < 0)
+		return diagnose(m->arg, why, len);
 	return 0;
 }
 

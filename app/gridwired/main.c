@@ -89,8 +89,8 @@ static int check_hugepages(const struct gw_config *cfg, char *err, size_t len)
 	unsigned long want = m && (m == a || m[-1] == ' ') ? strtoul(m + 3, NULL, 10) : 1;
 	if (free_mb < want) {
 		snprintf(err, len, "[eal] args: hugepages asked for (no --no-huge) but %" PRIu64
-			 " MB are free where -m wants %lu: reserve them (./scripts/gw hugepages "
-			 "reserve) or add --no-huge",
+			 " MB are free where -m wants %lu: reserve them (gridwire-setup -c CONFIG, "
+			 "or ./scripts/gw hugepages reserve) or add --no-huge",
 			 free_mb, want);
 		return -ENOMEM;
 	}

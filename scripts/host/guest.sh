@@ -81,17 +81,21 @@ run() {
     printf '\001gw-rc=%d\n' "$rc"
 }
 
+console() { # a shell on the serial console (./scripts/gw host console A)
+    while :; do setsid bash -c 'exec bash -li </dev/ttyS0 >/dev/ttyS0 2>&1'; sleep 1; done
+}
+
 case ${1:-} in
 init)
     mounts
     setup
     serve &
-    # A shell on the serial console too (./scripts/gw host console A).
-    while :; do setsid bash -c 'exec bash -li </dev/ttyS0 >/dev/ttyS0 2>&1'; sleep 1; done &
+    console &
     # PID 1 adopts every orphan: reap them.
     while :; do wait; sleep 1; done
     ;;
 systemd)
+    console &
     setup && serve
     ;;
 run) run ;;

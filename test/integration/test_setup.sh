@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# gridwire-setup against fake sysfs trees (this machine has no IOMMU, no
-# vfio and no PCI NIC, so the real thing can only be reported on): a host
-# needing hugepages and a NIC port to bind, beside a port that carries the
-# host's own network; in --dry-run nothing changes and every step is
-# reported; for real the pages are reserved and the free port bound
-# through driver_override, the host's port left alone and refused; a host
-# without IOMMU groups is refused with what to enable. And on this machine
-# itself, in --dry-run, the shipped gateway-host config is refused for
-# lack of an IOMMU, the default one (no PCI, no hugepages) passes.
+# gridwire-setup against fake sysfs trees (the real thing runs on the
+# emulated hosts, test_host.sh): a host needing hugepages and a NIC port
+# to bind, beside a port that carries the host's own network; in --dry-run
+# nothing changes and every step is reported; for real the host's port is
+# refused and so nothing else is done either (no NIC bound by half, no
+# pages reserved), exit 2; with the free port alone, the pages are
+# reserved and the port bound through driver_override; a host without
+# IOMMU groups is refused with what to enable. And on this machine itself,
+# in --dry-run, the shipped gateway-host config is refused for lack of an
+# IOMMU, the default one (no PCI, no hugepages) passes.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
@@ -57,8 +58,8 @@ printf '[eal]\nargs = -l 0-2 -m 64\n[port]\nmembers = pci:0000:03:00.0\n' >"$wor
 
 tree "$work/dry"
 run "$work/dry.out" -c "$work/two.ini" --dry-run --sysfs "$work/dry"
-expect "dry run: reports the pages, the bind, the refusal" 1 "$work/dry.out" \
-    "^would +hugepages: reserve 32 pages of 2 MB" "^would +0000:03:00.0: bind to vfio-pci \(from ixgbe" \
+expect "dry run: the refusal, and what it holds back" 2 "$work/dry.out" \
+    "^held +hugepages: reserve 32 pages of 2 MB" "^held +0000:03:00.0: bind to vfio-pci \(from ixgbe" \
     "^refuse +0000:03:00.1: carries the host's network \(eth0"
 if [[ $(cat "$work/dry/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages") == 0 &&
     ! -s "$work/dry/sys/bus/pci/devices/0000:03:00.0/driver_override" ]]; then
@@ -69,32 +70,39 @@ fi
 
 tree "$work/real"
 run "$work/real.out" -c "$work/two.ini" --sysfs "$work/real"
-expect "for real: the free port bound, the host's port refused" 1 "$work/real.out" \
-    "^do +hugepages: reserve 32" "^do +0000:03:00.0: bind to vfio-pci" "^refuse +0000:03:00.1"
+expect "for real, with the host's port: refused, nothing done" 2 "$work/real.out" \
+    "^held +hugepages: reserve 32" "^held +0000:03:00.0: bind to vfio-pci" "^refuse +0000:03:00.1"
 s=$work/real/sys
-if [[ $(cat "$s/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages") == 32 &&
-    $(cat "$s/bus/pci/devices/0000:03:00.0/driver_override") == vfio-pci &&
-    $(cat "$s/bus/pci/drivers/ixgbe/unbind") == 0000:03:00.0 &&
-    $(cat "$s/bus/pci/drivers_probe") == 0000:03:00.0 &&
+if [[ $(cat "$s/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages") == 0 &&
+    ! -s "$s/bus/pci/devices/0000:03:00.0/driver_override" && ! -s "$s/bus/pci/drivers/ixgbe/unbind" &&
     ! -s "$s/bus/pci/devices/0000:03:00.1/driver_override" ]]; then
-    echo "ok: for real: pages reserved, 03:00.0 bound through driver_override, 03:00.1 untouched"
+    echo "ok: for real, refused: no page reserved, no port bound by half"
 else
-    echo "FAIL: for real: the tree is not as it should be"; fail=1
+    echo "FAIL: for real, refused: the tree was changed"; fail=1
 fi
 
 tree "$work/one"
 run "$work/one.out" -c "$work/one.ini" --sysfs "$work/one"
-expect "one free port: ready, exit 0" 0 "$work/one.out" "^do +0000:03:00.0: bind"
+expect "one free port: ready, exit 0" 0 "$work/one.out" "^do +hugepages: reserve 32" "^do +0000:03:00.0: bind"
+s=$work/one/sys
+if [[ $(cat "$s/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages") == 32 &&
+    $(cat "$s/bus/pci/devices/0000:03:00.0/driver_override") == vfio-pci &&
+    $(cat "$s/bus/pci/drivers/ixgbe/unbind") == 0000:03:00.0 &&
+    $(cat "$s/bus/pci/drivers_probe") == 0000:03:00.0 ]]; then
+    echo "ok: for real: pages reserved, 03:00.0 bound through driver_override"
+else
+    echo "FAIL: for real: the tree is not as it should be"; fail=1
+fi
 
 tree "$work/noiommu"
 rm -rf "$work/noiommu/sys/kernel/iommu_groups"/*
 run "$work/noiommu.out" -c "$work/one.ini" --dry-run --sysfs "$work/noiommu"
-expect "no IOMMU groups: refused, with what to enable" 1 "$work/noiommu.out" \
+expect "no IOMMU groups: refused, with what to enable" 2 "$work/noiommu.out" \
     "^refuse +IOMMU: no groups .*intel_iommu=on"
 
 unset GW_SETUP_IP_ADDR GW_SETUP_IP_ROUTE
 run "$work/host.out" -c "$ROOT/config/gateway-host.ini" --dry-run
-expect "this machine, the gateway-host config: refused (no IOMMU here)" 1 "$work/host.out" "^refuse +IOMMU"
+expect "this machine, the gateway-host config: refused (no IOMMU here)" 2 "$work/host.out" "^refuse +IOMMU"
 run "$work/default.out" -c "$ROOT/config/gridwire.ini" --dry-run
 expect "this machine, the default config: nothing to do" 0 "$work/default.out" "^ok +hugepages: not used"
 run "$work/bad.out" -c "$work/no-such.ini" --dry-run
