@@ -33,14 +33,17 @@ usage: ${0##*/} COMMAND [ARGS]
   up [--systemd A|B] [--no-iommu A|B]
                      build the initramfs (once), make the two wires, boot A and
                      B, wait until both answer (about a minute under TCG)
+  reboot A|B [--systemd] [--no-iommu]
+                     power one guest off and boot it again, as asked
   down               power both off, remove the wires; never fails
   status             each guest: running or not, its NICs; the wires
   shell A|B          an interactive shell in the guest
   run A|B [CMD...]   run CMD (or the bash script on stdin) in the guest, in
                      this tree, with its output; exit with its status
-  link A|B 0|1 on|off
-                     QEMU's set_link on a NIC: the guest's PMD sees its link
-                     go down or come up (a cut wire, from outside)
+  link A|B|both 0|1 on|off
+                     QEMU's set_link on a NIC, or on both ends of wire 0 or 1
+                     (a cable pulled): the guest's PMD sees its link go down
+                     or come up
   console A|B        the guest's serial console (a shell on it in the guest;
                      Ctrl-] leaves); what it printed is in $STATE/NAME/console.log
 
@@ -48,7 +51,8 @@ In a guest: NICs 0000:00:04.0 and 0000:00:05.0 are the data NICs (wire 0
 and 1), 0000:00:03.0 the management NIC (the guest's own network, which
 nothing may bind); /gw is shared with $STATE/NAME/share on this machine.
 environment: GW_HOST_QUEUES ($QUEUES), GW_HOST_RSS ($RSS), GW_HOST_SMP ($SMP), GW_HOST_MEM ($MEM MB),
-             GW_HOST_HUGE ($HUGE2M 2 MB pages), GW_HOST_STATE, GW_HOST_PORT ($PORT_BASE)
+             GW_HOST_HUGE ($HUGE2M 2 MB pages), GW_HOST_STATE, GW_HOST_PORT ($PORT_BASE),
+             GW_HOST_RUN_TIMEOUT (900 s: the longest a run may take)
 EOF
 }
 
@@ -174,7 +178,9 @@ port_of() { echo $((PORT_BASE + 2 * $1 + ${2:-0})); }
 run_in() {
     local g=$1 rc=0
     [[ -n $(qpid "$g") ]] || die "guest ${GUESTS[$g]} is not running (./scripts/gw host up)"
-    socat -t 86400 - "TCP:127.0.0.1:$(port_of "$g")" 2>/dev/null | rc_of || rc=$?
+    # A guest that lost its management network would leave us waiting.
+    timeout -k 5 "${GW_HOST_RUN_TIMEOUT:-900}" socat -t 86400 - "TCP:127.0.0.1:$(port_of "$g")" \
+        2>/dev/null | rc_of || rc=$?
     return "$rc"
 }
 
@@ -201,39 +207,76 @@ monitor() { # index, HMP command
     printf '%s\n' "$2" | socat -t 2 - "UNIX-CONNECT:$STATE/${GUESTS[$1]}/monitor.sock" >/dev/null
 }
 
+# boot_opts INDEX OPTS...: the init and IOMMU of guest INDEX from
+# --systemd NAME and --no-iommu NAME options, as "init iommu".
+boot_opts() {
+    local g=$1 init=agent iommu=1
+    shift
+    while (($#)); do
+        (($# >= 2)) || die "$1 needs a guest: $1 A|B"
+        case $1 in
+        --systemd) [[ $(gi "$2") == "$g" ]] && init=systemd ;;
+        --no-iommu) [[ $(gi "$2") == "$g" ]] && iommu=0 ;;
+        *) die "unknown option $1 (--systemd A|B, --no-iommu A|B)" ;;
+        esac
+        shift 2
+    done
+    echo "$init $iommu"
+}
+
 cmd_up() {
     need_root
-    local systemd="" noiommu="" g v rd t0=$SECONDS
-    while (($#)); do
-        case $1 in
-        --systemd) systemd+=" $(gi "$2")"; shift 2 ;;
-        --no-iommu) noiommu+=" $(gi "$2")"; shift 2 ;;
-        *) die "up: unknown option $1" ;;
-        esac
-    done
+    local g v rd t0=$SECONDS opts
     command -v qemu-system-x86_64 >/dev/null || die "no QEMU: apt-get install qemu-system-x86 (./scripts/gw deps does)"
+    boot_opts 0 "$@" >/dev/null || exit 1
     cmd_down >/dev/null 2>&1
     mkdir -p "$STATE"
     v=$(kernel)
     rd=$(initramfs "$v")
     wires_up
     for g in 0 1; do
-        boot "$g" "$v" "$rd" "$([[ " $systemd " == *" $g "* ]] && echo systemd || echo agent)" \
-            "$([[ " $noiommu " == *" $g "* ]] && echo 0 || echo 1)"
+        opts=$(boot_opts "$g" "$@")
+        # shellcheck disable=SC2086  # "init iommu": two words
+        boot "$g" "$v" "$rd" $opts
     done
     for g in 0 1; do wait_up "$g" 300; done
     echo "host: A and B up in $((SECONDS - t0)) s (kernel $v)"
 }
 
-cmd_down() {
-    local g p
-    for g in 0 1; do
-        p=$(qpid "$g")
-        [[ -n $p ]] || continue
-        monitor "$g" quit 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$p" 2>/dev/null || true
+stop() { # index: power the guest off
+    local g=$1 p
+    p=$(qpid "$g")
+    [[ -n $p ]] || return 0
+    monitor "$g" quit 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done
+    kill -9 "$p" 2>/dev/null || true
+}
+
+cmd_reboot() { # NAME [--systemd] [--no-iommu]: that guest alone, again
+    need_root
+    local g t0=$SECONDS v
+    g=$(gi "${1:-}")
+    shift
+    [[ -n $(qpid $((1 - g))) || -n $(qpid "$g") ]] || die "the hosts are not up (./scripts/gw host up)"
+    local init=agent iommu=1
+    while (($#)); do
+        case $1 in
+        --systemd) init=systemd ;;
+        --no-iommu) iommu=0 ;;
+        *) die "reboot: unknown option $1 (--systemd, --no-iommu)" ;;
+        esac
+        shift
     done
+    stop "$g"
+    v=$(kernel)
+    boot "$g" "$v" "$(initramfs "$v")" "$init" "$iommu"
+    wait_up "$g" 300
+    echo "host: ${GUESTS[$g]} up again in $((SECONDS - t0)) s"
+}
+
+cmd_down() {
+    stop 0
+    stop 1
     wires_down
     return 0
 }
@@ -269,6 +312,7 @@ main() {
     (($#)) && shift
     case $cmd in
     up) cmd_up "$@" ;;
+    reboot) cmd_reboot "$@" ;;
     down) cmd_down ;;
     status) cmd_status ;;
     run) cmd_run "$@" ;;
@@ -279,10 +323,13 @@ main() {
         exec socat -,raw,echo=0,escape=0x1d "TCP:127.0.0.1:$(port_of "$g" 1)"
         ;;
     link)
-        local g
-        g=$(gi "${1:-}")
-        [[ ${2:-} == [01] && ${3:-} == @(on|off) ]] || die "usage: link A|B 0|1 on|off"
-        monitor "$g" "set_link nic$2 $3"
+        [[ ${2:-} == [01] && ${3:-} == @(on|off) ]] || die "usage: link A|B|both 0|1 on|off"
+        if [[ ${1:-} == both ]]; then
+            monitor 0 "set_link nic$2 $3"
+            monitor 1 "set_link nic$2 $3"
+        else
+            monitor "$(gi "${1:-}")" "set_link nic$2 $3"
+        fi
         ;;
     console)
         local g
@@ -291,7 +338,7 @@ main() {
         exec socat -,raw,echo=0,escape=0x1d "UNIX-CONNECT:$STATE/${GUESTS[$g]}/console.sock"
         ;;
     -h | --help | help | "") usage ;;
-    *) die "unknown command '$cmd' (up down status shell run link console)" ;;
+    *) die "unknown command '$cmd' (up reboot down status shell run link console)" ;;
     esac
 }
 

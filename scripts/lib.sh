@@ -349,3 +349,15 @@ gw_installed_run() {
         return 1
     fi
 }
+
+# gw_debs_build WORK: the Debian packages, built by dpkg-buildpackage from
+# a copy of the tree as it is (tracked and new files alike, no build
+# folder) in WORK/src, the log in WORK/build.log; the .debs land in
+# WORK/src. Returns dpkg-buildpackage's status.
+gw_debs_build() {
+    local src=$1/src/gridwire
+    mkdir -p "$src"
+    git -C "$_GW_LIB_ROOT" ls-files -z --cached --others --exclude-standard |
+        tar -C "$_GW_LIB_ROOT" --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C "$src"
+    (cd "$src" && dpkg-buildpackage -us -uc) >"$1/build.log" 2>&1
+}

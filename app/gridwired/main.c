@@ -42,14 +42,16 @@ static void usage(FILE *f)
 		   "  --stats-file P   write the counters as JSON to P on exit\n");
 }
 
-/* Megabytes of free hugepages of every size, and whether hugetlbfs is mounted. */
-static uint64_t hugepages_free_mb(bool *mounted)
+/* Megabytes of free hugepages of one size (0: of every size). */
+static uint64_t hugepages_free_mb(unsigned long only_kb)
 {
 	uint64_t mb = 0;
 	glob_t gl;
 	if (glob("/sys/kernel/mm/hugepages/hugepages-*kB", 0, NULL, &gl) == 0) {
 		for (size_t i = 0; i < gl.gl_pathc; i++) {
 			unsigned long kb = strtoul(strrchr(gl.gl_pathv[i], '-') + 1, NULL, 10);
+			if (only_kb && kb != only_kb)
+				continue;
 			char path[300];
 			snprintf(path, sizeof(path), "%s/free_hugepages", gl.gl_pathv[i]);
 			FILE *f = fopen(path, "r");
@@ -63,35 +65,74 @@ static uint64_t hugepages_free_mb(bool *mounted)
 		}
 		globfree(&gl);
 	}
-	*mounted = false;
-	FILE *m = fopen("/proc/mounts", "r");
-	char line[512];
-	while (m && fgets(line, sizeof(line), m))
-		if (strstr(line, " hugetlbfs "))
-			*mounted = true;
-	if (m)
-		fclose(m);
 	return mb;
 }
 
 /*
+ * Is a hugetlbfs mounted (at dir, when given)? Its page size in kB goes to
+ * *kb (0 when not shown: the default size).
+ */
+static bool hugetlbfs_at(const char *dir, size_t dirlen, unsigned long *kb)
+{
+	bool found = false;
+	*kb = 0;
+	FILE *m = fopen("/proc/mounts", "r");
+	char line[512];
+	while (m && !found && fgets(line, sizeof(line), m)) {
+		char at[256], type[32], opts[256];
+		if (sscanf(line, "%*s %255s %31s %255s", at, type, opts) != 3 ||
+		    strcmp(type, "hugetlbfs"))
+			continue;
+		if (dir && (strlen(at) != dirlen || strncmp(at, dir, dirlen)))
+			continue;
+		found = true;
+		const char *ps = strstr(opts, "pagesize=");
+		if (ps) {
+			char unit = 'K';
+			unsigned long n = 0;
+			if (sscanf(ps + 9, "%lu%c", &n, &unit) >= 1)
+				*kb = n * (unit == 'G' ? 1048576 : unit == 'M' ? 1024 : 1);
+		}
+	}
+	if (m)
+		fclose(m);
+	return found;
+}
+
+/*
  * EAL would refuse hugepages that are not there with several lines about
- * page sizes; say it once, with the fix, before it tries.
+ * page sizes; say it once, with the fix, before it tries. With --huge-dir,
+ * only the pages of that mount's size count.
  */
 static int check_hugepages(const struct gw_config *cfg, char *err, size_t len)
 {
 	const char *a = cfg->eal_args;
 	if (strstr(a, "--no-huge"))
 		return 0;
-	bool mounted;
-	uint64_t free_mb = hugepages_free_mb(&mounted);
+	const char *hd = strstr(a, "--huge-dir");
+	const char *dir = NULL;
+	size_t dirlen = 0;
+	if (hd) {
+		dir = hd + strlen("--huge-dir");
+		dir += strspn(dir, " =");
+		dirlen = strcspn(dir, " \t");
+	}
+	unsigned long kb;
+	bool mounted = hugetlbfs_at(dir, dirlen, &kb);
+	if (!mounted && dir) {
+		snprintf(err, len, "[eal] args: --huge-dir %.*s is not a hugetlbfs mount: mount one "
+			 "(mount -t hugetlbfs -o pagesize=2M nodev %.*s)",
+			 (int)dirlen, dir, (int)dirlen, dir);
+		return -ENOENT;
+	}
+	uint64_t free_mb = hugepages_free_mb(dir ? kb : 0);
 	const char *m = strstr(a, "-m ");
 	unsigned long want = m && (m == a || m[-1] == ' ') ? strtoul(m + 3, NULL, 10) : 1;
 	if (free_mb < want) {
 		snprintf(err, len, "[eal] args: hugepages asked for (no --no-huge) but %" PRIu64
-			 " MB are free where -m wants %lu: reserve them (gridwire-setup -c CONFIG, "
+			 " MB are free%s where -m wants %lu: reserve them (gridwire-setup -c CONFIG, "
 			 "or ./scripts/gw hugepages reserve) or add --no-huge",
-			 free_mb, want);
+			 free_mb, dir ? " in pages of --huge-dir's size" : "", want);
 		return -ENOMEM;
 	}
 	if (!mounted && !strstr(a, "--in-memory")) {

@@ -20,12 +20,7 @@ if dpkg-query -W -f='${Status}\n' "${pkgs[@]}" 2>/dev/null | grep -q "^install o
     gw_die "gridwire packages are installed already (apt-get purge ${pkgs[*]}, then rerun)"
 fi
 
-# The tree as it is, tracked and new files alike, without the build folder.
-src=$work/src/gridwire
-mkdir -p "$src"
-git -C "$ROOT" ls-files -z --cached --others --exclude-standard |
-    tar -C "$ROOT" --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C "$src"
-if (cd "$src" && dpkg-buildpackage -us -uc) >"$work/build.log" 2>&1; then
+if gw_debs_build "$work"; then
     echo "ok: dpkg-buildpackage (unit suites: $(grep -c '^ *[0-9]*/[0-9]* .* OK ' "$work/build.log") passed)"
 else
     echo "FAIL: dpkg-buildpackage"

@@ -31,7 +31,7 @@ run() { # out args...
     "$SETUP" "$@" >"$out" 2>&1 && echo 0 >"$out.rc" || echo $? >"$out.rc"
 }
 
-tree() { # ROOT: a host with an IOMMU, 2 MB pages, two ixgbe ports
+tree() { # ROOT: a host with an IOMMU, 2 MB pages, two NIC ports (eth9, eth0)
     local r=$1 a
     mkdir -p "$r/sys/kernel/mm/hugepages/hugepages-2048kB" "$r/sys/bus/pci/drivers/vfio-pci" \
         "$r/sys/bus/pci/drivers/ixgbe"
@@ -42,7 +42,10 @@ tree() { # ROOT: a host with an IOMMU, 2 MB pages, two ixgbe ports
     for a in 0000:03:00.0:7:eth9 0000:03:00.1:8:eth0; do
         local addr=${a%:*:*} rest=${a#*.?:} grp iface
         grp=${rest%%:*} iface=${rest#*:}
-        mkdir -p "$r/sys/kernel/iommu_groups/$grp/devices" "$r/sys/bus/pci/devices/$addr/net/$iface"
+        # eth0's NIC is a virtio one: its interface hangs off the virtio device.
+        local netdir=$r/sys/bus/pci/devices/$addr/net/$iface
+        [[ $iface == eth0 ]] && netdir=$r/sys/bus/pci/devices/$addr/virtio1/net/$iface
+        mkdir -p "$r/sys/kernel/iommu_groups/$grp/devices" "$netdir"
         ln -s "../../../kernel/iommu_groups/$grp" "$r/sys/bus/pci/devices/$addr/iommu_group"
         ln -s "../../../bus/pci/drivers/ixgbe" "$r/sys/bus/pci/devices/$addr/driver"
         : >"$r/sys/bus/pci/devices/$addr/driver_override"
