@@ -314,8 +314,13 @@ static int open_port(struct gw_port *p, char *err, size_t errlen)
 		return rc;
 	if ((rc = rte_eth_dev_start(p->port_id)) < 0)
 		return fail(err, errlen, rc, "cannot start the port (%s)", rte_strerror(-rc));
-	/* gridwire frames go to our MAC, but LACP's and the hellos do not. */
+	/* gridwire frames go to our MAC, but LACP's and the hellos do not.
+	 * All-multicast too: the hellos are broadcasts, and dpdk-dumpcap
+	 * turns promiscuous mode off as it exits (without its -p), which
+	 * would leave the bond deaf to them; where a PMD has no all-multicast
+	 * mode, promiscuous mode alone serves. */
 	rte_eth_promiscuous_enable(p->port_id);
+	rte_eth_allmulticast_enable(p->port_id);
 	for (unsigned i = 0; i < p->nmembers; i++)
 		if ((rc = started(p, &p->members[i], err, errlen)) < 0)
 			return rc;

@@ -209,6 +209,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gridwired: [eal] args: too many arguments\n");
 		return 2;
 	}
+	/* EAL's own log stream writes every line to stdout and to syslog,
+	 * which journald (under the unit) records twice: one copy, on stderr. */
+	rte_openlog_stream(stderr);
 	if (rte_eal_init(eargc, eargv) < 0) {
 		fprintf(stderr, "gridwired: EAL init failed: %s (check [eal] args)\n",
 			rte_strerror(rte_errno));

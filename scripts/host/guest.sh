@@ -71,9 +71,17 @@ serve() {
 }
 
 run() {
-    local script rc
+    local script rc stamp
     script=$(mktemp /tmp/gw-run.XXXXXX)
     cat >"$script"
+    # A rebuild on this machine rewrites the binaries in place, and the
+    # guest's page cache would keep their old pages (a crash at start):
+    # once the build has changed, forget what was cached.
+    stamp=$(stat -c %Y "$ROOT/build/.ninja_log" 2>/dev/null || echo none)
+    if [[ $stamp != "$(cat /run/gw-build-stamp 2>/dev/null)" ]]; then
+        echo 1 >/proc/sys/vm/drop_caches
+        echo "$stamp" >/run/gw-build-stamp
+    fi
     cd "$ROOT" || exit 1
     bash "$script" </dev/null 2>&1
     rc=$?
