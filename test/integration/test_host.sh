@@ -21,6 +21,8 @@
 #     guest's own NIC, no such PCI device, no hugepages, and (A booted
 #     again without its IOMMU) no IOMMU.
 # GW_HOST_LONG=1 (./scripts/gw test host) sends ten times as much.
+# About 9 minutes here, most of it the guests' boots under emulation.
+# gw-timeout: 1800
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
