@@ -20,6 +20,9 @@ QUEUES=${GW_HOST_QUEUES:-5}  # queue pairs per NIC: gridwired's main, 2 workers,
 # stalls for good, so under overload use rss=off, where the tap's flow hash
 # picks the queue (README "On a gateway host").
 RSS=${GW_HOST_RSS:-on}
+# The data NICs' model: virtio (the default, the one with RSS and MTU 9000
+# in DPDK 22.11), or e1000e or vmxnet3, to see what their PMDs offer.
+NIC=${GW_HOST_NIC:-virtio}
 SMP=${GW_HOST_SMP:-2}
 MEM=${GW_HOST_MEM:-3072}     # MB per guest
 HUGE2M=${GW_HOST_HUGE:-512}  # 2 MB pages reserved on the guest's command line
@@ -50,7 +53,7 @@ usage: ${0##*/} COMMAND [ARGS]
 In a guest: NICs 0000:00:04.0 and 0000:00:05.0 are the data NICs (wire 0
 and 1), 0000:00:03.0 the management NIC (the guest's own network, which
 nothing may bind); /gw is shared with $STATE/NAME/share on this machine.
-environment: GW_HOST_QUEUES ($QUEUES), GW_HOST_RSS ($RSS), GW_HOST_SMP ($SMP), GW_HOST_MEM ($MEM MB),
+environment: GW_HOST_QUEUES ($QUEUES), GW_HOST_RSS ($RSS), GW_HOST_NIC ($NIC), GW_HOST_SMP ($SMP), GW_HOST_MEM ($MEM MB),
              GW_HOST_HUGE ($HUGE2M 2 MB pages), GW_HOST_STATE, GW_HOST_PORT ($PORT_BASE),
              GW_HOST_RUN_TIMEOUT (900 s: the longest a run may take)
 EOF
@@ -108,7 +111,7 @@ wires_up() {
         for g in 0 1; do
             t=$(tap "$g" "$n")
             ip link del "$t" 2>/dev/null || true
-            ip tuntap add "$t" mode tap multi_queue
+            ip tuntap add "$t" mode tap $([[ $NIC == virtio ]] && echo multi_queue)
             ip link set "$t" mtu 9000 up
         done
         # Each tap's ingress (what its guest sent) leaves by the other tap
@@ -154,9 +157,15 @@ boot() { # index, kernel version, initramfs, init (agent|systemd), iommu (1|0)
     # QEMU's user network, with the guest's command ports forwarded here.
     dev=(-netdev "user,id=mgmt,hostfwd=tcp:127.0.0.1:$(port_of "$g")-:5000,hostfwd=tcp:127.0.0.1:$(port_of "$g" 1)-:5001"
         -device "virtio-net-pci,netdev=mgmt,mac=52:54:00:99:00:0$g,addr=0x3")
+    local nic q=$QUEUES
     for n in 0 1; do
-        dev+=(-netdev "tap,id=nic$n,ifname=$(tap "$g" "$n"),script=no,downscript=no,vhost=off,queues=$QUEUES"
-            -device "virtio-net-pci,netdev=nic$n,mac=$(mac "$g" "$n"),mq=on,vectors=$((2 * QUEUES + 2)),rss=$RSS,rx_queue_size=1024,host_mtu=9000$nicopt,addr=0x$((4 + n))")
+        case $NIC in
+        virtio) nic="virtio-net-pci,mq=on,vectors=$((2 * QUEUES + 2)),rss=$RSS,rx_queue_size=1024,host_mtu=9000$nicopt" ;;
+        e1000e | vmxnet3) nic=$NIC q=1 ;; # their QEMU models take one tap queue
+        *) die "GW_HOST_NIC=$NIC: virtio, e1000e or vmxnet3" ;;
+        esac
+        dev+=(-netdev "tap,id=nic$n,ifname=$(tap "$g" "$n"),script=no,downscript=no,vhost=off,queues=$q"
+            -device "$nic,netdev=nic$n,mac=$(mac "$g" "$n"),addr=0x$((4 + n))")
     done
     qemu-system-x86_64 -name "gw-$name" -accel tcg -machine q35 -cpu max -smp "$SMP" -m "$MEM" \
         "${iommu_dev[@]}" -kernel "/boot/vmlinuz-$v" -initrd "$rd" -append "$append" \
