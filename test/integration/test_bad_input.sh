@@ -63,7 +63,7 @@ refuse "hugepages asked for" --set "eal.args=-l 0 --no-pci -m 1048576 --no-shcon
 
 gw_ns_up >/dev/null
 refuse_port gwa "does it exist in this namespace?" --set port.members=af_packet:nosuch0
-refuse_port gwa "EAL found no such device" --set "eal.args=-l 0 --no-huge -m 512 --no-shconf" \
+refuse_port gwa "'pci:0000:ff:1f.7': no such PCI device" --set "eal.args=-l 0 --no-huge -m 512 --no-shconf" \
     --set port.kind=single --set port.members=pci:0000:ff:1f.7
 refuse_port gwa "[port] mtu = 9000: member 'tap:gwtap0' takes an MTU of at most" \
     --set port.kind=single --set port.members=tap:gwtap0
