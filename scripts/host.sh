@@ -24,7 +24,7 @@ RSS=${GW_HOST_RSS:-on}
 # in DPDK 22.11), or e1000e or vmxnet3, to see what their PMDs offer.
 NIC=${GW_HOST_NIC:-virtio}
 SMP=${GW_HOST_SMP:-2}
-MEM=${GW_HOST_MEM:-3072}     # MB per guest
+MEM=${GW_HOST_MEM:-4096}     # MB per guest: a 1 GB page needs 4 (with 3, q35 leaves no free aligned GB)
 HUGE2M=${GW_HOST_HUGE:-512}  # 2 MB pages reserved on the guest's command line
 PORT_BASE=${GW_HOST_PORT:-47700}
 GUESTS=(A B)
