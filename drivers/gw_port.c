@@ -8,6 +8,7 @@
 #include <rte_bus_vdev.h>
 #include <rte_errno.h>
 #include <rte_eth_bond.h>
+#include <rte_eth_bond_8023ad.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
@@ -73,7 +74,7 @@ int gw_port_check_member(const char *member, const struct gw_config *cfg, char *
 	if (!*arg)
 		return fail(why, whylen, -EINVAL, "nothing after '%s:'", d->kind);
 	/* A kind that sets its MTU itself cannot share the bond's. */
-	for (unsigned i = 0; i < cfg->nmembers; i++) {
+	for (unsigned i = 0; cfg->port_kind == GW_PORT_BOND && i < cfg->nmembers; i++) {
 		const char *other_arg;
 		const struct gw_port_driver *o = find_driver(cfg->members[i], &other_arg);
 		if (o && o != d && (o->own_mtu || d->own_mtu))
@@ -156,14 +157,11 @@ static unsigned mtu_limit(const struct rte_eth_dev_info *di)
 	return (unsigned)RTE_MIN(frame_mtu, (uint64_t)di->max_mtu);
 }
 
-static bool own_mtu(const struct gw_port *p)
-{
-	return p->members[0].drv->own_mtu; /* the kinds never mix (checked) */
-}
-
 static int check_mtu(struct gw_port *p, char *err, size_t errlen)
 {
-	for (unsigned i = 0; i < p->nmembers && !own_mtu(p); i++) {
+	for (unsigned i = 0; i < p->nmembers; i++) {
+		if (p->members[i].drv->own_mtu)
+			continue; /* started() sets it */
 		struct rte_eth_dev_info di;
 		int rc = rte_eth_dev_info_get(p->members[i].port_id, &di);
 		if (rc < 0)
@@ -212,10 +210,11 @@ static void prefault(struct rte_mempool *mp, void *opaque, struct rte_mempool_me
 		b[off] = b[off];
 }
 
-static int configure(struct gw_port *p, char *err, size_t errlen)
+/* Queues, MTU, RSS and LSC of port (the bond, or one member of its own). */
+static int configure(struct gw_port *p, uint16_t port, bool own_mtu, char *err, size_t errlen)
 {
 	struct rte_eth_dev_info di;
-	int rc = rte_eth_dev_info_get(p->port_id, &di);
+	int rc = rte_eth_dev_info_get(port, &di);
 	if (rc < 0)
 		return fail(err, errlen, rc, "no device information for the port (%s)",
 			    rte_strerror(-rc));
@@ -223,7 +222,7 @@ static int configure(struct gw_port *p, char *err, size_t errlen)
 	/* Configured, not set later: rte_eth_dev_set_mtu would refuse a bond
 	 * over vhost members (net_vhost has no MTU operation); ethdev checks
 	 * this one as it would that. */
-	if (!own_mtu(p))
+	if (!own_mtu)
 		conf.rxmode.mtu = p->cfg->mtu;
 	/* Lanes are UDP flows: spread them by what the device can hash on.
 	 * af_packet (fanout) and vhost (queue for queue) spread without it. */
@@ -234,21 +233,46 @@ static int configure(struct gw_port *p, char *err, size_t errlen)
 	}
 	if (*di.dev_flags & RTE_ETH_DEV_INTR_LSC)
 		conf.intr_conf.lsc = 1;
-	if ((rc = rte_eth_dev_configure(p->port_id, p->nqueues, p->nqueues, &conf)) < 0)
+	if ((rc = rte_eth_dev_configure(port, p->nqueues, p->nqueues, &conf)) < 0)
 		return fail(err, errlen, rc, "cannot configure %u queue pairs on the port (%s)%s",
 			    p->nqueues, rte_strerror(-rc),
 			    p->nqueues > di.max_rx_queues || p->nqueues > di.max_tx_queues
 				    ? ": the device has fewer; lower [lcores] workers"
 				    : "");
 	uint16_t nrx = GW_PORT_RX_DESC, ntx = GW_PORT_TX_DESC;
-	rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &nrx, &ntx);
-	int sock = rte_eth_dev_socket_id(p->port_id);
+	rte_eth_dev_adjust_nb_rx_tx_desc(port, &nrx, &ntx);
+	int sock = rte_eth_dev_socket_id(port);
 	for (uint16_t q = 0; q < p->nqueues; q++)
-		if ((rc = rte_eth_rx_queue_setup(p->port_id, q, nrx, sock, NULL, p->pool)) < 0 ||
-		    (rc = rte_eth_tx_queue_setup(p->port_id, q, ntx, sock, NULL)) < 0)
+		if ((rc = rte_eth_rx_queue_setup(port, q, nrx, sock, NULL, p->pool)) < 0 ||
+		    (rc = rte_eth_tx_queue_setup(port, q, ntx, sock, NULL)) < 0)
 			return fail(err, errlen, rc, "cannot set up queue %u (%s)", q,
 				    rte_strerror(-rc));
 	return 0;
+}
+
+/* Start port and take every frame: gridwire frames go to our MAC, but
+ * LACP's and the hellos do not. All-multicast too: the hellos are
+ * broadcasts, and dpdk-dumpcap turns promiscuous mode off as it exits
+ * (without its -p), which would leave the port deaf to them; where a PMD
+ * has no all-multicast mode, promiscuous mode alone serves. */
+static int start(uint16_t port, char *err, size_t errlen)
+{
+	int rc = rte_eth_dev_start(port);
+	if (rc < 0)
+		return fail(err, errlen, rc, "cannot start the port (%s)", rte_strerror(-rc));
+	rte_eth_promiscuous_enable(port);
+	rte_eth_allmulticast_enable(port);
+	return 0;
+}
+
+/* A member that is a port of its own (parallel), configured and started. */
+static int own_port(struct gw_port *p, struct gw_member *m, char *err, size_t errlen)
+{
+	char why[192];
+	int rc = configure(p, m->port_id, m->drv->own_mtu, why, sizeof(why));
+	if (rc == 0)
+		rc = start(m->port_id, why, sizeof(why));
+	return rc < 0 ? fail(err, errlen, rc, "[port] members: '%s': %s", m->spec, why) : 0;
 }
 
 static int started(struct gw_port *p, struct gw_member *m, char *err, size_t errlen)
@@ -284,6 +308,7 @@ static int open_port(struct gw_port *p, char *err, size_t errlen)
 	if ((rc = check_mtu(p, err, errlen)) < 0)
 		return rc;
 	p->port_id = p->members[0].port_id;
+	p->parallel = cfg->port_kind == GW_PORT_PARALLEL;
 	if (cfg->port_kind == GW_PORT_BOND && (rc = make_bond(p, err, errlen)) < 0)
 		return rc;
 
@@ -310,24 +335,34 @@ static int open_port(struct gw_port *p, char *err, size_t errlen)
 	 * no page faults and the gateway's memory does not creep up as
 	 * mbufs are first used. */
 	rte_mempool_mem_iter(p->pool, prefault, NULL);
-	if ((rc = configure(p, err, errlen)) < 0)
-		return rc;
-	if ((rc = rte_eth_dev_start(p->port_id)) < 0)
-		return fail(err, errlen, rc, "cannot start the port (%s)", rte_strerror(-rc));
-	/* gridwire frames go to our MAC, but LACP's and the hellos do not.
-	 * All-multicast too: the hellos are broadcasts, and dpdk-dumpcap
-	 * turns promiscuous mode off as it exits (without its -p), which
-	 * would leave the bond deaf to them; where a PMD has no all-multicast
-	 * mode, promiscuous mode alone serves. */
-	rte_eth_promiscuous_enable(p->port_id);
-	rte_eth_allmulticast_enable(p->port_id);
+	if (p->parallel) {
+		for (unsigned i = 0; i < p->nmembers; i++)
+			if ((rc = own_port(p, &p->members[i], err, errlen)) < 0)
+				return rc;
+	} else if ((rc = configure(p, p->port_id, p->members[0].drv->own_mtu, err, errlen)) < 0 ||
+		   (rc = start(p->port_id, err, errlen)) < 0) {
+		return rc; /* (a bond's kinds never mix own_mtu: checked) */
+	}
 	for (unsigned i = 0; i < p->nmembers; i++)
 		if ((rc = started(p, &p->members[i], err, errlen)) < 0)
 			return rc;
+	/* Parallel: member 0's MAC on every member, as a doubly attached node
+	 * of PRP has one address on both networks (the members are
+	 * promiscuous, and net_vhost could not take another MAC anyway). */
 	rte_eth_macaddr_get(p->port_id, &p->mac);
-	for (unsigned i = 0; i < p->nmembers; i++)
-		__atomic_store_n(&p->members[i].up, member_link(&p->members[i]) == 1,
-				 __ATOMIC_RELAXED);
+	struct gw_links *l = &p->links;
+	l->n = p->parallel ? p->nmembers : 1;
+	l->nmembers = p->nmembers;
+	for (unsigned i = 0; i < p->nmembers; i++) {
+		struct gw_member *m = &p->members[i];
+		__atomic_store_n(&m->up, member_link(m) == 1, __ATOMIC_RELAXED);
+		l->member_port[i] = m->port_id;
+		if (p->parallel)
+			l->port[i] = m->port_id;
+		l->live[i] = p->parallel ? m->up : i == 0;
+	}
+	if (!p->parallel)
+		l->port[0] = p->port_id;
 	return 0;
 }
 
@@ -375,20 +410,64 @@ void gw_port_stats(const struct gw_port *p, struct rte_eth_stats *st)
 	stats_copy(st, &p->stats);
 }
 
+/* Parallel: a member silent while another carries frames is one whose
+ * network is cut beyond its own link (or whose far end is); said once
+ * each way. With every member quiet there is nobody to hear: the peers
+ * role says so. */
+static void watch_silence(struct gw_port *p)
+{
+	unsigned heard = 0;
+	for (unsigned i = 0; i < p->nmembers; i++)
+		heard += p->members[i].open && p->members[i].quiet < 3;
+	for (unsigned i = 0; i < p->nmembers; i++) {
+		struct gw_member *m = &p->members[i];
+		bool silent = m->open && m->up && m->quiet >= 3 && heard > 0;
+		if (silent == m->silent)
+			continue;
+		__atomic_store_n(&m->silent, silent, __ATOMIC_RELAXED);
+		if (silent)
+			GW_PORT_LOG(WARNING, "member %s: silent: its link is up, but it has carried nothing for %u heartbeats while another member carries frames (its network is cut beyond the link, or the far end's member is down)",
+				    m->spec, m->quiet);
+		else
+			GW_PORT_LOG(NOTICE, "member %s: carries frames again", m->spec);
+	}
+}
+
+/* Member i's link went up or down: the bond or the live links follow. */
+static void link_changed(struct gw_port *p, struct gw_member *m, bool up)
+{
+	if (p->parallel) {
+		__atomic_store_n(&p->links.live[m->index], up, __ATOMIC_RELEASE);
+		GW_PORT_LOG(WARNING, "member %s: link %s", m->spec,
+			    up ? "up, it carries a copy of every frame again"
+			       : "down, the other members carry every frame");
+		return;
+	}
+	GW_PORT_LOG(WARNING, "member %s: link %s", m->spec,
+		    up ? "up" : "down, its traffic moves to the other members");
+}
+
 int gw_port_watch(struct gw_port *p)
 {
 	int changed = 0;
-	struct rte_eth_stats all;
-	if (rte_eth_stats_get(p->port_id, &all) == 0)
-		stats_copy(&p->stats, &all);
+	struct rte_eth_stats all = { 0 };
+	if (!p->parallel && rte_eth_stats_get(p->port_id, &all) < 0)
+		memset(&all, 0, sizeof(all));
 	for (unsigned i = 0; i < p->nmembers; i++) {
 		struct gw_member *m = &p->members[i];
 		struct rte_eth_stats st;
 		if (!m->open)
 			continue;
 		if (rte_eth_stats_get(m->port_id, &st) == 0) {
+			m->quiet = st.ipackets != m->rx_packets ? 0 : m->quiet + (m->quiet < UINT32_MAX);
 			__atomic_store_n(&m->rx_packets, st.ipackets, __ATOMIC_RELAXED);
 			__atomic_store_n(&m->tx_packets, st.opackets, __ATOMIC_RELAXED);
+			if (p->parallel) {
+				const uint64_t *f = (const uint64_t *)&st;
+				uint64_t *t = (uint64_t *)&all;
+				for (size_t k = 0; k < sizeof(st) / sizeof(uint64_t); k++)
+					t[k] += f[k];
+			}
 		}
 		int up = member_link(m);
 		if (up < 0 || (bool)up == m->up)
@@ -411,16 +490,31 @@ int gw_port_watch(struct gw_port *p)
 		}
 		__atomic_store_n(&m->up, (bool)up, __ATOMIC_RELAXED);
 		changed++;
-		GW_PORT_LOG(WARNING, "member %s: link %s", m->spec,
-			    up ? "up" : "down, its traffic moves to the other members");
+		link_changed(p, m, up);
 	}
+	for (unsigned i = 0; i < p->nmembers; i++) {
+		struct gw_member *m = &p->members[i];
+		bool serving = m->open && m->up;
+		struct rte_eth_bond_8023ad_slave_info lacp;
+		if (serving && p->bonded && p->cfg->bond_mode == BONDING_MODE_8023AD)
+			serving = rte_eth_bond_8023ad_slave_info(p->port_id, m->port_id, &lacp) == 0 &&
+				  (lacp.actor_state & STATE_DISTRIBUTING);
+		__atomic_store_n(&m->in_service, serving, __ATOMIC_RELAXED);
+	}
+	stats_copy(&p->stats, &all);
+	if (p->parallel)
+		watch_silence(p);
 	return changed;
 }
 
 bool gw_port_link_up(const struct gw_port *p)
 {
+	for (unsigned k = 0; p->parallel && k < p->links.n; k++)
+		if (gw_links_live(&p->links, k))
+			return true;
 	struct rte_eth_link l;
-	return rte_eth_link_get_nowait(p->port_id, &l) == 0 && l.link_status == RTE_ETH_LINK_UP;
+	return !p->parallel && rte_eth_link_get_nowait(p->port_id, &l) == 0 &&
+	       l.link_status == RTE_ETH_LINK_UP;
 }
 
 static int unplug(struct gw_port *p, struct gw_member *m, void (*quiesce)(void *), void *ctx,
@@ -428,11 +522,15 @@ static int unplug(struct gw_port *p, struct gw_member *m, void (*quiesce)(void *
 {
 	if (!m->open)
 		return 0;
-	if (rte_eth_bond_slave_remove(p->port_id, m->port_id) < 0)
+	if (p->parallel)
+		__atomic_store_n(&p->links.live[m->index], false, __ATOMIC_RELEASE);
+	else if (rte_eth_bond_slave_remove(p->port_id, m->port_id) < 0)
 		return fail(why, len, -EBUSY, "the bond would not let it go (its log line says why)");
 	quiesce(ctx);
 	member_close(m);
-	GW_PORT_LOG(WARNING, "member %s: unplugged, its traffic moves to the other members", m->spec);
+	GW_PORT_LOG(WARNING, "member %s: unplugged, %s", m->spec,
+		    p->parallel ? "the other members carry every frame"
+				: "its traffic moves to the other members");
 	return 0;
 }
 
@@ -443,10 +541,23 @@ static int plug(struct gw_port *p, struct gw_member *m, char *why, size_t len)
 	int rc = member_open(p, m, why, len);
 	if (rc < 0)
 		return rc;
-	/* The bond configures and starts it like the others. */
-	if (rte_eth_bond_slave_add(p->port_id, m->port_id) < 0) {
+	if (p->parallel) {
+		/* Its own port again; gw_port_watch makes it live once its link is up. */
+		char err[256];
+		if ((rc = own_port(p, m, err, sizeof(err))) < 0 ||
+		    (rc = started(p, m, err, sizeof(err))) < 0) {
+			member_close(m);
+			return fail(why, len, rc, "%s", err);
+		}
+		__atomic_store_n(&p->links.port[m->index], m->port_id, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->links.member_port[m->index], m->port_id, __ATOMIC_RELAXED);
+		m->quiet = 0;
+	} else if (rte_eth_bond_slave_add(p->port_id, m->port_id) < 0) {
+		/* (the bond configures and starts it like the others) */
 		member_close(m);
 		return fail(why, len, -EINVAL, "the bond refused it (its log line says why)");
+	} else {
+		__atomic_store_n(&p->links.member_port[m->index], m->port_id, __ATOMIC_RELAXED);
 	}
 	GW_PORT_LOG(WARNING, "member %s: plugged in again", m->spec);
 	return 0;
@@ -458,9 +569,9 @@ int gw_port_member_set(struct gw_port *p, unsigned i, bool up, void (*quiesce)(v
 	if (i >= p->nmembers)
 		return fail(why, whylen, -EINVAL, "there is no member %u (the port has %u)", i,
 			    p->nmembers);
-	if (!p->bonded)
+	if (!p->bonded && !p->parallel)
 		return fail(why, whylen, -ENOTSUP,
-			    "only a bond member can be taken down: a single port has no other");
+			    "only a member of a bond or of a parallel port can be taken down: a single port has no other");
 	struct gw_member *m = &p->members[i];
 	if (m->drv->set_link)
 		return m->drv->set_link(m, up, why, whylen); /* gw_port_watch follows */

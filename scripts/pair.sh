@@ -9,12 +9,13 @@
 #   scripts/pair.sh [--procs P] [--writers W] [--msgs M] [--size S]
 #                   [--batch on|off] [--drop PERMILLE] [--drop-acks PERMILLE]
 #                   [--set section.key=value]... [--workers N] [--receivers R] [--rate MSGS_PER_S_PER_PROC]
-#                   [--link cable|veth] [--keep-ns]
+#                   [--link cable|veth] [--keep-ns] [--timeline FILE]
 #
 # GW_PIN_A and GW_PIN_B pin the senders and the receiver to those CPUs
 # (taskset), as two hosts would have them; by default they float.
 #
-# --drop loses PERMILLE/1000 of the frames beta receives (the data),
+# --timeline FILE keeps the receiver's messages and latency per 100 ms
+# (gw-perf rx --timeline). --drop loses PERMILLE/1000 of the frames beta receives (the data),
 # --drop-acks of those alpha receives (the acks): by XDP on the veths, or
 # on the cable, where there is no kernel to hook, by the gateways' own
 # [fault] stage.
@@ -25,7 +26,7 @@ ROOT=$(gw_root)
 BIN=$ROOT/build/app
 
 procs=4 writers=250 msgs=1000 size=225 batch=on drop=0 drop_acks=0 keep_ns=0
-sets=() rate=()
+sets=() rate=() timeline=()
 while (($#)); do
     case $1 in
     --procs) procs=$2; shift 2 ;;
@@ -41,6 +42,7 @@ while (($#)); do
     --rate) rate=(--rate "$2"); shift 2 ;;
     --link) export GW_LINK=$2; shift 2 ;;
     --keep-ns) keep_ns=1; shift ;;
+    --timeline) timeline=(--timeline "$2"); shift 2 ;;
     *) gw_die "pair.sh: unknown option $1 (see the header of scripts/pair.sh)" ;;
     esac
 done
@@ -64,7 +66,8 @@ fi
 gw_gateways_up "$work" "${sets[@]}"
 pid_a=$GW_PID_A pid_b=$GW_PID_B
 # The far side must know the endpoint before anything is sent to it.
-gw_rx_start "$work" rx -e sink --expect "$total" --writers-max $((procs * writers)) --idle-timeout 30
+gw_rx_start "$work" rx -e sink --expect "$total" --writers-max $((procs * writers)) --idle-timeout 30 \
+    "${timeline[@]}"
 pid_rx=$GW_PID_RX
 
 xdp=0
@@ -125,6 +128,11 @@ out = {
     "msgs_per_frame": round(a["msgs_out"] / frames, 2) if frames else 0,
     "retrans": a["retrans"],
     "dup_frames": b["dup_frames"],
+    # kind = parallel: copies of a transmission another member brought first
+    "redundant_at_beta": b.get("redundant_frames", 0),
+    "tx_copies_dropped": a.get("tx_copies_dropped", 0) + b.get("tx_copies_dropped", 0),
+    # the longest a writer's stream waited between two messages at the receiver
+    "max_gap_ms": round(rx.get("max_gap_us", 0) / 1000, 1),
     # DATA frames that came in on another receiver's lcore than their lane's
     "lane_handoffs": a.get("lane_handoffs", 0) + b.get("lane_handoffs", 0),
     # [auth] frames verified on one receiver's lcore, checked for replay on another's

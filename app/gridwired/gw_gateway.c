@@ -133,7 +133,7 @@ static int init_roles(struct gw_gateway *g, uint64_t auth_start)
 		lc->g = g;
 		lc->e = &l->e[i];
 		lc->qs_id = i;
-		gw_txq_init(&lc->txq, &g->node, g->port.port_id, lc->e->txq, &lc->st, auth_start);
+		gw_txq_init(&lc->txq, &g->node, &g->port.links, lc->e->txq, &lc->st, auth_start);
 		if (lc->e->worker >= 0)
 			lc->w = &g->workers[lc->e->worker];
 		if (lc->e->receiver >= 0) {
@@ -178,8 +178,7 @@ static int init_roles(struct gw_gateway *g, uint64_t auth_start)
 		if (!lc->prx)
 			continue;
 		struct gw_port_rx *prx = lc->prx;
-		if ((rc = gw_port_rx_init(prx, &g->node, g->port.port_id, lc->rv, &g->peers,
-					  &lc->st)) < 0)
+		if ((rc = gw_port_rx_init(prx, &g->node, lc->rv, &g->peers, &lc->st)) < 0)
 			return rc;
 		memcpy(prx->queues, lc->e->rxq, sizeof(prx->queues[0]) * lc->e->nrxq);
 		prx->nqueues = lc->e->nrxq;
@@ -271,6 +270,7 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg, char *err
 	if (rc < 0)
 		return rc;
 	g->node.pool = g->port.pool;
+	g->node.links = &g->port.links;
 	memcpy(g->node.self.mac, g->port.mac.addr_bytes, 6);
 	g->node.self.ip = cfg->ip;
 	g->node.self.port = cfg->udp_port;
@@ -305,6 +305,8 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg, char *err
 	char mode[16] = "";
 	if (g->port.bonded)
 		snprintf(mode, sizeof(mode), "bond mode %u ", cfg->bond_mode);
+	else if (g->port.parallel)
+		snprintf(mode, sizeof(mode), "parallel ");
 	GW_LOG(NOTICE, "node %u (%s) epoch %08x listening on %s, port: %s(%s), mtu %u, %s, %s%s",
 	       cfg->node_id, cfg->node_name, g->node.epoch, cfg->socket_path, mode, members, cfg->mtu,
 	       cfg->batch_max == 1 ? "batching off" : "batching on",
@@ -407,13 +409,14 @@ void gw_gateway_stats_json(const struct gw_gateway *g, char *buf, size_t len)
 		n += (size_t)snprintf(buf + n, len - n, ",\"%s\":%" PRIu64, faults[v], count);
 	}
 	/* The members' packets as gw_port_watch last saw them. */
-	for (unsigned i = 0; i < g->port.nmembers && n < len; i++)
+	for (unsigned i = 0; i < g->port.nmembers && n < len; i++) {
+		const struct gw_member *m = &g->port.members[i];
 		n += (size_t)snprintf(buf + n, len - n,
 				      "%s{\"member\":\"%s\",\"rx_packets\":%" PRIu64
-				      ",\"tx_packets\":%" PRIu64 "}%s",
-				      i ? "," : ",\"members\":[", g->port.members[i].spec,
-				      g->port.members[i].rx_packets, g->port.members[i].tx_packets,
-				      i + 1 == g->port.nmembers ? "]" : "");
+				      ",\"tx_packets\":%" PRIu64 ",\"silent\":%d}%s",
+				      i ? "," : ",\"members\":[", m->spec, m->rx_packets,
+				      m->tx_packets, m->silent, i + 1 == g->port.nmembers ? "]" : "");
+	}
 	if (n < len)
 		snprintf(buf + n, len - n,
 			 ",\"data_frames_tx\":%" PRIu64 ",\"msgs_per_frame\":%.2f"

@@ -27,11 +27,13 @@ extern int gw_logtype;
 #define GW_LCORES_MAX (1 + GW_CONFIG_MAX_WORKERS + GW_CONFIG_MAX_RECEIVERS)
 
 struct gw_auth_key;
+struct gw_links;
 
 /* This gateway, as its frames say it; set at init, read by every lcore. */
 struct gw_node {
 	const struct gw_config *cfg;
 	struct rte_mempool *pool; /* the port's mbufs */
+	const struct gw_links *links; /* the port's, which its frames travel on */
 	struct gw_addr self;
 	uint32_t epoch;
 	uint32_t payload_max;
@@ -47,9 +49,9 @@ struct gw_counters {
 	uint64_t data_frames, ack_frames, hello_frames;
 	uint64_t msgs_out, msgs_in, msgs_local;
 	uint64_t bad_frames, bad_crc, not_ours, unknown_peer;
-	uint64_t dup_frames, beyond_window, retrans;
+	uint64_t dup_frames, redundant_frames, beyond_window, retrans;
 	uint64_t rejects_sent, rejects_lost, reject_unknown_ep, reject_dest_full;
-	uint64_t nombuf, tx_stalls, clients_broken, clients_refused;
+	uint64_t nombuf, tx_stalls, tx_copies_dropped, clients_broken, clients_refused;
 	uint64_t auth_forged, auth_replayed;
 	uint64_t abandoned_frames, reject_node_down;
 	uint64_t lane_handoffs, auth_handoffs, handoffs_lost;

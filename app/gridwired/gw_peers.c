@@ -74,7 +74,8 @@ static int alloc_lanes(struct gw_peers *ps, uint16_t node, struct gw_peer *p)
 	for (unsigned i = 0; i < GW_LANES_MAX; i++)
 		if (gw_lane_tx_init(&p->tx[i], c->window, ps->node->epoch, c->rto_min_us * 1000ull,
 				    c->rto_max_us * 1000ull, release_mbuf, NULL) < 0 ||
-		    gw_lane_rx_init(&p->rx[i], c->window, release_mbuf, NULL) < 0) {
+		    gw_lane_rx_init(&p->rx[i], c->window, release_mbuf, NULL) < 0 ||
+		    (c->port_kind == GW_PORT_PARALLEL && gw_lane_rx_track_copies(&p->rx[i]) < 0)) {
 			for (unsigned k = 0; k <= i; k++) {
 				gw_lane_tx_fini(&p->tx[k]);
 				gw_lane_rx_fini(&p->rx[k]);

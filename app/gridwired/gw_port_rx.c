@@ -10,13 +10,12 @@
 #define GW_RX_BURST 32
 #define GW_AUTHQ 1024 /* verified frames handed over from one lcore; full: dropped, sent again */
 
-int gw_port_rx_init(struct gw_port_rx *prx, const struct gw_node *node, uint16_t port,
-		    struct gw_receiver *rv, struct gw_peers *peers, struct gw_counters *st)
+int gw_port_rx_init(struct gw_port_rx *prx, const struct gw_node *node, struct gw_receiver *rv,
+		    struct gw_peers *peers, struct gw_counters *st)
 {
 	const struct gw_config *cfg = node->cfg;
 	memset(prx, 0, sizeof(*prx));
 	prx->node = node;
-	prx->port = port;
 	prx->rv = rv;
 	prx->peers = peers;
 	prx->st = st;
@@ -27,7 +26,8 @@ int gw_port_rx_init(struct gw_port_rx *prx, const struct gw_node *node, uint16_t
 	};
 	gw_fault_init(&prx->fault, &fc);
 	prx->fault_on = gw_fault_enabled(&fc);
-	return node->auth_on ? gw_auth_rx_init(&prx->auth, node->auth_key) : 0;
+	prx->fault_member = cfg->fault_member == GW_CONFIG_ALL_MEMBERS ? -1 : (int)cfg->fault_member;
+	return node->auth_on ? gw_auth_rx_init(&prx->auth, node->auth_key, node->links->n) : 0;
 }
 
 struct rte_ring *gw_port_rx_add_auth_in(struct gw_port_rx *prx, unsigned from)
@@ -111,6 +111,27 @@ static void on_data(struct gw_port_rx *prx, struct gw_peer *p, const struct gw_h
 	gw_receiver_accept(prx->rv, p, h, m);
 }
 
+/*
+ * A parallel port's second copy of a DATA frame this receiver's lane
+ * already has: dropped before its CRC, the costliest pass over it. Only
+ * the lane's owner may look (its state is that lcore's); the header is
+ * unverified, so it only ever leads to a drop of what the lane would drop.
+ */
+static bool redundant_copy(struct gw_port_rx *prx, const struct rte_mbuf *m)
+{
+	struct gw_hdr h;
+	if (gw_wire_peek(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, prx->node->self.port,
+			 &h) < 0 ||
+	    h.type != GW_FT_DATA || h.src_node == 0 || h.src_node >= GW_MAX_NODES ||
+	    h.lane >= GW_LANES_MAX)
+		return false;
+	struct gw_peer *p = gw_peers_ready(prx->peers, h.src_node);
+	int member = gw_links_member(prx->node->links, m->port);
+	return p && member >= 0 &&
+	       __atomic_load_n(&p->rx_owner[h.lane], __ATOMIC_RELAXED) == prx->rv->id + 1 &&
+	       gw_lane_rx_redundant(&p->rx[h.lane], h.epoch, h.seq, (unsigned)member);
+}
+
 static void on_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
 {
 	struct gw_hdr h;
@@ -118,6 +139,12 @@ static void on_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
 	struct gw_addr src;
 	prx->st->rx_frames++;
 	prx->st->rx_bytes += m->pkt_len;
+	if (prx->node->links->n > 1 && m->nb_segs == 1 && redundant_copy(prx, m)) {
+		prx->st->data_frames++;
+		prx->st->redundant_frames++;
+		rte_pktmbuf_free(m);
+		return;
+	}
 	int rc = m->nb_segs != 1 ? GW_EWIRE_SHORT
 				 : gw_wire_parse(rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
 						 prx->node->self.port, &h, &pl, &src);
@@ -203,6 +230,10 @@ static void rx_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
 	}
 	m->data_len = (uint16_t)n;
 	m->pkt_len = (uint32_t)n;
+	if (prx->node->links->n > 1) { /* each member's own windows */
+		int member = gw_links_member(prx->node->links, m->port);
+		seen.member = (uint8_t)(member < 0 ? 0 : member);
+	}
 	struct rte_ring *owner = prx->auth_out[seen.slot % prx->nrecv];
 	if (!owner) {
 		auth_accept(prx, m, &seen);
@@ -220,14 +251,17 @@ static void rx_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
 /*
  * The [fault] stage: what a lossy, reordering, duplicating link would do,
  * and corruption that only the CRC can catch (a bit flipped in the
- * gridwire header's sequence, epoch, node and lane fields or the payload).
+ * gridwire header's sequence, epoch, node and lane fields or the payload);
+ * on every member's frames, or on one member's ([fault] member).
  */
 static void rx_faulty(struct gw_port_rx *prx, struct rte_mbuf *m)
 {
 	struct rte_mbuf *copy;
 	uint8_t mask;
 	size_t at;
-	if (!is_gridwire(prx, m)) {
+	if (!is_gridwire(prx, m) ||
+	    (prx->fault_member >= 0 &&
+	     gw_links_member(prx->node->links, m->port) != prx->fault_member)) {
 		rx_frame(prx, m);
 		return;
 	}
@@ -273,15 +307,20 @@ bool gw_port_rx_step(struct gw_port_rx *prx, uint64_t now)
 			work = true;
 		}
 	}
-	for (unsigned q = 0; q < prx->nqueues; q++) {
-		uint16_t n = rte_eth_rx_burst(prx->port, prx->queues[q], rx, GW_RX_BURST);
-		for (uint16_t i = 0; i < n; i++) {
-			if (prx->fault_on)
-				rx_faulty(prx, rx[i]);
-			else
-				rx_frame(prx, rx[i]);
+	const struct gw_links *l = prx->node->links;
+	for (unsigned k = 0; k < l->n; k++) {
+		if (!gw_links_live(l, k)) /* an unplugged member is closed */
+			continue;
+		for (unsigned q = 0; q < prx->nqueues; q++) {
+			uint16_t n = rte_eth_rx_burst(l->port[k], prx->queues[q], rx, GW_RX_BURST);
+			for (uint16_t i = 0; i < n; i++) {
+				if (prx->fault_on)
+					rx_faulty(prx, rx[i]);
+				else
+					rx_frame(prx, rx[i]);
+			}
+			work |= n > 0;
 		}
-		work |= n > 0;
 	}
 	for (struct rte_mbuf *m; prx->fault_on && (m = gw_fault_release(&prx->fault, now));)
 		rx_frame(prx, m);

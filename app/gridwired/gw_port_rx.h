@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The port RX role, on every receiver's lcore: rx_burst on the queues the
- * layout gave it, the [auth] check and the [fault] stage, parse, and
+ * layout gave it (of every live member, with a parallel port), the [auth]
+ * check and the [fault] stage, parse, and
  * dispatch: DATA to the lane's owner (this lcore's receiver, or another's
  * through a ring), ACKs to the worker of the lane (through its proxy),
  * HELLOs to the peers role (through its proxy).
@@ -11,13 +12,15 @@
  * so our RX queue, which that receiver polls. A tagged frame is verified
  * where it arrives and, if its slot is another receiver's, handed there
  * for the replay check: a replay steered to another queue still meets the
- * one window that saw the original.
+ * one window that saw the original. (With a parallel port each member has
+ * windows of its own: a frame's copy is the lane's to drop, not a replay.)
  */
 #ifndef GW_PORT_RX_H
 #define GW_PORT_RX_H
 
 #include "gw_auth.h"
 #include "gw_fault.h"
+#include "gw_port.h"
 #include "gw_receiver.h"
 
 #define GW_QUEUES_MAX GW_LCORES_MAX
@@ -31,7 +34,6 @@ struct gw_auth_handoff {
 /* One per receiver, in an array: each starts a cache line of its own. */
 struct gw_port_rx {
 	alignas(64) const struct gw_node *node;
-	uint16_t port;
 	uint16_t queues[GW_QUEUES_MAX];
 	unsigned nqueues;
 	struct gw_receiver *rv;    /* this lcore's */
@@ -48,11 +50,12 @@ struct gw_port_rx {
 	unsigned nauth_in;
 	struct gw_fault fault;     /* [fault] injection on received frames */
 	bool fault_on;
+	int fault_member;          /* whose frames get them; -1: every member's */
 	uint64_t now;
 };
 
-int gw_port_rx_init(struct gw_port_rx *prx, const struct gw_node *node, uint16_t port,
-		    struct gw_receiver *rv, struct gw_peers *peers, struct gw_counters *st);
+int gw_port_rx_init(struct gw_port_rx *prx, const struct gw_node *node, struct gw_receiver *rv,
+		    struct gw_peers *peers, struct gw_counters *st);
 void gw_port_rx_fini(struct gw_port_rx *prx);
 /* A ring for the [auth] frames of this port RX's slots arriving at lcore `from`. */
 struct rte_ring *gw_port_rx_add_auth_in(struct gw_port_rx *prx, unsigned from);

@@ -53,11 +53,18 @@ void gw_receiver_fini(struct gw_receiver *rv)
 void gw_receiver_accept(struct gw_receiver *rv, struct gw_peer *p, const struct gw_hdr *h,
 		      struct rte_mbuf *m)
 {
-	switch (gw_lane_rx_accept(&p->rx[h->lane], h, m)) {
+	struct gw_lane_rx *rx = &p->rx[h->lane];
+	/* Which member brought it, where the lane tells copies apart. */
+	int member = rx->copies ? gw_links_member(rv->node->links, m->port) : 0;
+	switch (gw_lane_rx_accept_on(rx, h, m, member < 0 ? 0u : (unsigned)member)) {
 	case GW_RX_STORED:
 		break;
 	case GW_RX_DUP:
 		rv->st->dup_frames++;
+		rte_pktmbuf_free(m);
+		break;
+	case GW_RX_REDUNDANT:
+		rv->st->redundant_frames++;
 		rte_pktmbuf_free(m);
 		break;
 	case GW_RX_BEYOND:

@@ -60,6 +60,8 @@ static int cmd_port(const char *cmd, const char *params, struct rte_tel_data *d)
 	uint64_t now = gw_clock_ns(), dt = prev_ns ? now - prev_ns : 0;
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "port", gw->port.port_id);
+	rte_tel_data_add_dict_string(d, "kind", gw->port.parallel ? "parallel"
+						: gw->port.bonded ? "bond" : "single");
 	rte_tel_data_add_dict_u64(d, "rx_packets", st.ipackets);
 	rte_tel_data_add_dict_u64(d, "rx_bytes", st.ibytes);
 	rte_tel_data_add_dict_u64(d, "rx_missed", st.imissed);
@@ -93,6 +95,15 @@ static int cmd_port(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(d, key, __atomic_load_n(&m->rx_packets, __ATOMIC_RELAXED));
 		snprintf(key, sizeof(key), "member%u_tx_packets", i);
 		rte_tel_data_add_dict_u64(d, key, __atomic_load_n(&m->tx_packets, __ATOMIC_RELAXED));
+		/* Since its last frame in, to a heartbeat (hello_ms); and the
+		 * parallel port's alarm: up, yet silent while another is not. */
+		snprintf(key, sizeof(key), "member%u_quiet_ms", i);
+		rte_tel_data_add_dict_u64(d, key, (uint64_t)__atomic_load_n(&m->quiet, __ATOMIC_RELAXED) *
+							  gw->cfg->hello_ms);
+		snprintf(key, sizeof(key), "member%u_in_service", i);
+		rte_tel_data_add_dict_u64(d, key, __atomic_load_n(&m->in_service, __ATOMIC_RELAXED));
+		snprintf(key, sizeof(key), "member%u_silent", i);
+		rte_tel_data_add_dict_u64(d, key, __atomic_load_n(&m->silent, __ATOMIC_RELAXED));
 	}
 	prev = st;
 	prev_ns = now;
@@ -141,6 +152,7 @@ static int cmd_lane(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "rx_frames", rx->frames);
 	rte_tel_data_add_dict_u64(d, "rx_msgs", rx->msgs);
 	rte_tel_data_add_dict_u64(d, "rx_dups", rx->dups);
+	rte_tel_data_add_dict_u64(d, "rx_redundant", rx->redundant);
 	rte_tel_data_add_dict_u64(d, "rx_beyond_window", rx->out_of_window);
 	/* The receiver that owns it (-1: none yet). */
 	rte_tel_data_add_dict_int(d, "receiver", (int)__atomic_load_n(&p->rx_owner[l], __ATOMIC_RELAXED) - 1);

@@ -8,32 +8,98 @@
 
 #define GW_BOND_POLL_NS (10 * 1000 * 1000ull) /* bond mode 4 wants tx every <100 ms */
 
-void gw_txq_init(struct gw_txq *q, const struct gw_node *node, uint16_t port, uint16_t queue,
-		 struct gw_counters *st, uint64_t auth_start)
+void gw_txq_init(struct gw_txq *q, const struct gw_node *node, const struct gw_links *links,
+		 uint16_t queue, struct gw_counters *st, uint64_t auth_start)
 {
 	memset(q, 0, sizeof(*q));
 	q->node = node;
-	q->port = port;
+	q->links = links;
 	q->queue = queue;
 	q->st = st;
 	gw_auth_tx_init(&q->auth, node->auth_key, (uint8_t)queue, auth_start);
+}
+
+/* The first n queued frames went out. */
+static void count(struct gw_txq *q, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		q->st->tx_frames++;
+		q->st->tx_bytes += q->m[i]->pkt_len;
+	}
+}
+
+/* The first n queued frames are no longer ours. */
+static void drop_front(struct gw_txq *q, unsigned n)
+{
+	memmove(q->m, q->m + n, (q->n - n) * sizeof(q->m[0]));
+	q->n -= n;
+}
+
+/* One link (the bond, a single member): the PMD takes the queue's reference. */
+static void flush_one(struct gw_txq *q)
+{
+	uint16_t n = rte_eth_tx_burst(q->links->port[0], q->queue, q->m, (uint16_t)q->n);
+	if (n < q->n)
+		q->st->tx_stalls++;
+	count(q, n);
+	drop_front(q, n);
+}
+
+/* Every live link gets a reference to each frame; the queue drops its own
+ * once all of them have the frame. */
+static void flush_parallel(struct gw_txq *q)
+{
+	const struct gw_links *l = q->links;
+	unsigned best = 0, live = 0; /* live: a bit per link, read once */
+	for (unsigned k = 0; k < l->n; k++) {
+		unsigned from = q->taken[k];
+		if (!gw_links_live(l, k)) {
+			q->taken[k] = (uint16_t)q->n; /* a dead link is owed nothing */
+			continue;
+		}
+		live |= 1u << k;
+		if (from < q->n) {
+			for (unsigned i = from; i < q->n; i++)
+				rte_mbuf_refcnt_update(q->m[i], 1);
+			uint16_t t = rte_eth_tx_burst(l->port[k], q->queue, q->m + from,
+						      (uint16_t)(q->n - from));
+			for (unsigned i = from + t; i < q->n; i++)
+				rte_mbuf_refcnt_update(q->m[i], -1);
+			q->taken[k] = (uint16_t)(from + t);
+			if (q->taken[k] < q->n)
+				q->st->tx_stalls++;
+		}
+		best = RTE_MAX(best, (unsigned)q->taken[k]);
+	}
+	unsigned done = q->n;
+	for (unsigned k = 0; k < l->n; k++) {
+		if ((live & 1u << k) && best - q->taken[k] >= GW_TXQ_MAX / 2) {
+			q->st->tx_copies_dropped += best - q->taken[k];
+			q->taken[k] = (uint16_t)best;
+		}
+		done = RTE_MIN(done, (unsigned)q->taken[k]);
+	}
+	if (live) {
+		count(q, done);
+	} else { /* nothing to send on: lanes send DATA again, ACKs and HELLOs repeat */
+		q->st->tx_stalls++;
+		done = q->n;
+	}
+	rte_pktmbuf_free_bulk(q->m, done);
+	for (unsigned k = 0; k < l->n; k++)
+		q->taken[k] = (uint16_t)(q->taken[k] - done);
+	drop_front(q, done);
 }
 
 void gw_txq_flush(struct gw_txq *q, uint64_t now)
 {
 	if (q->n == 0 && now - q->last_tx_ns < GW_BOND_POLL_NS)
 		return;
-	uint16_t n = rte_eth_tx_burst(q->port, q->queue, q->m, (uint16_t)q->n);
 	q->last_tx_ns = now;
-	for (unsigned i = 0; i < n; i++) {
-		q->st->tx_frames++;
-		q->st->tx_bytes += q->m[i]->pkt_len;
-	}
-	if (n < q->n) {
-		q->st->tx_stalls++;
-		memmove(q->m, q->m + n, (q->n - n) * sizeof(q->m[0]));
-	}
-	q->n -= n;
+	if (q->links->n == 1)
+		flush_one(q);
+	else
+		flush_parallel(q);
 }
 
 void gw_txq_put(struct gw_txq *q, struct rte_mbuf *m)

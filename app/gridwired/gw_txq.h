@@ -4,6 +4,14 @@
  * and every role on that lcore sends through it: frames are sealed (and
  * tagged, with [auth]) by the lcore that sends them, queued, and handed to
  * the PMD once per loop.
+ *
+ * With a parallel port the queue is that TX queue of every member, and each
+ * frame goes out on every member that is live: the same mbuf, one
+ * reference per member (PMDs only read what they send). A member may take
+ * fewer frames than another; the queue keeps a frame until every live
+ * member has it, and a member that falls half a queue behind the best one
+ * gives up its copies (counted), so a slow or dead member never holds the
+ * others up.
  */
 #ifndef GW_TXQ_H
 #define GW_TXQ_H
@@ -12,21 +20,24 @@
 
 #include "gw_auth.h"
 #include "gw_node.h"
+#include "gw_port.h"
 
 #define GW_TXQ_MAX 256
 
 struct gw_txq {
 	const struct gw_node *node;
-	uint16_t port, queue;
+	const struct gw_links *links;
+	uint16_t queue;
 	struct gw_auth_tx auth; /* this lcore's counter (its slot is the queue) */
 	struct gw_counters *st; /* its lcore's */
 	unsigned n;
+	uint16_t taken[GW_CONFIG_MAX_MEMBERS]; /* parallel: of m[0..n), what each link took */
 	uint64_t last_tx_ns;
 	struct rte_mbuf *m[GW_TXQ_MAX];
 };
 
-void gw_txq_init(struct gw_txq *q, const struct gw_node *node, uint16_t port, uint16_t queue,
-		 struct gw_counters *st, uint64_t auth_start);
+void gw_txq_init(struct gw_txq *q, const struct gw_node *node, const struct gw_links *links,
+		 uint16_t queue, struct gw_counters *st, uint64_t auth_start);
 /* Queue a sealed frame; the NIC refusing everything frees it (counted). */
 void gw_txq_put(struct gw_txq *q, struct rte_mbuf *m);
 /* Hand what is queued to the PMD; also an empty burst every 10 ms, which

@@ -16,6 +16,7 @@ struct opts {
 	unsigned node, writers, size, id_base, writers_max, idle_timeout, linger_ms, stall_s, delay_ms;
 	uint64_t delay_count;
 	const char *ledger; /* tx: rejected messages; rx: received ones (bitmaps) */
+	const char *timeline; /* rx: messages and latency per 100 ms, as CSV */
 	bool retry_unreachable, reconnect, cast, stop_on_down;
 	uint64_t msgs, expect; /* 0: until stopped */
 	uint64_t rate;         /* msg/s, 0 = unpaced; read live by tx */

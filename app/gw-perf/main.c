@@ -7,7 +7,7 @@
  *              [--retry-unreachable] [--ledger FILE]
  *   gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N] [--idle-timeout S]
  *              [--stall-s S] [--delay-ms MS [--delay-count N]] [--reconnect]
- *              [-m MSGS --ledger FILE]
+ *              [-m MSGS --ledger FILE] [--timeline FILE]
  *   gw-perf echo -s SOCK -e SERVICE
  *   gw-perf call -s SOCK -n NODE -e SERVICE [-w CALLERS] [-m CALLS] [-z SIZE]
  *                [--timeout-ms MS] [--stop-on-down]
@@ -34,7 +34,11 @@
  * + seq) of the messages rejected (tx) or received (rx), so a checker can
  * see that every message was delivered or reported; --retry-unreachable
  * resends a message refused because its node is down; --reconnect follows
- * a gateway that restarts.
+ * a gateway that restarts. rx also reports the longest wait between two
+ * messages of one writer (max_gap_us: a stream's stall), and --timeline
+ * writes, per 100 ms of CLOCK_MONOTONIC, the messages received and their
+ * p99 and max latency (t_ms,msgs,p99_us,max_us), to put beside events
+ * timed on the same clock (a link cut).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -142,6 +146,71 @@ static uint64_t lat_pct(const struct lat_hist *h, double p)
 		if ((seen += h->b[i]) > want)
 			return lat_value(i);
 	return h->max_us;
+}
+
+/*
+ * The timeline: 100 ms bins, each with a histogram of a quarter of the
+ * precision above (four buckets a power of two: p99 within 19 %).
+ */
+#define TL_BIN_NS 100000000ull
+#define TL_BUCKETS (LAT_BUCKETS / 16)
+struct tl_bin {
+	uint32_t n, max_us;
+	uint32_t b[TL_BUCKETS];
+};
+struct timeline {
+	uint64_t first; /* bin number of bins[0] */
+	size_t nbins;
+	struct tl_bin *bins;
+};
+
+static void tl_add(struct timeline *t, uint64_t at_ns, uint64_t lat_ns)
+{
+	uint64_t bin = at_ns / TL_BIN_NS;
+	if (!t->nbins)
+		t->first = bin;
+	if (bin < t->first)
+		bin = t->first; /* a stamp a little before the first one */
+	size_t i = (size_t)(bin - t->first);
+	if (i >= t->nbins) {
+		size_t n = i + 1 > 2 * t->nbins ? i + 1 : 2 * t->nbins;
+		struct tl_bin *b = realloc(t->bins, n * sizeof(*b));
+		if (!b)
+			return; /* the timeline stops; the run goes on */
+		memset(b + t->nbins, 0, (n - t->nbins) * sizeof(*b));
+		t->bins = b;
+		t->nbins = n;
+	}
+	struct tl_bin *b = &t->bins[i];
+	uint64_t us = lat_ns / 1000;
+	b->n++;
+	b->max_us = us > b->max_us ? (uint32_t)(us > UINT32_MAX ? UINT32_MAX : us) : b->max_us;
+	b->b[lat_index(us) / 16]++;
+}
+
+static void tl_write(const struct timeline *t, const char *path)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "gw-perf: cannot write %s: %s\n", path, strerror(errno));
+		return;
+	}
+	fprintf(f, "t_ms,msgs,p99_us,max_us\n");
+	size_t last = t->nbins;
+	while (last && !t->bins[last - 1].n)
+		last--;
+	for (size_t i = 0; i < last; i++) {
+		const struct tl_bin *b = &t->bins[i];
+		uint64_t want = b->n - b->n / 100, seen = 0, p99 = 0;
+		for (unsigned k = 0; k < TL_BUCKETS && b->n; k++)
+			if ((seen += b->b[k]) >= want) {
+				p99 = lat_value(k * 16 + 15);
+				break;
+			}
+		fprintf(f, "%" PRIu64 ",%u,%" PRIu64 ",%u\n", (uint64_t)((t->first + i) * (TL_BIN_NS / 1000000)),
+			b->n, p99 < b->max_us ? p99 : b->max_us, b->max_us);
+	}
+	fclose(f);
 }
 
 /* ,"lat_us":{...},"lat_hist":{...} for the JSON line. */
@@ -363,7 +432,9 @@ static int run_rx(const struct opts *o)
 	if (o->stall_s)
 		sleep(o->stall_s);
 	uint64_t *next = calloc(o->writers_max, sizeof(*next));
-	uint64_t got = 0, dups = 0, order = 0, reordered = 0, bad = 0, t0 = 0, t1 = 0;
+	uint64_t *last_at = calloc(o->writers_max, sizeof(*last_at));
+	uint64_t got = 0, dups = 0, order = 0, reordered = 0, bad = 0, t0 = 0, t1 = 0, max_gap = 0;
+	struct timeline tl = { 0 };
 	uint64_t reconnects = 0;
 	struct ledger led = { 0 };
 	if (o->ledger)
@@ -421,6 +492,11 @@ static int run_rx(const struct opts *o)
 			t0 = t1;
 		/* Both ends read CLOCK_MONOTONIC of the same machine. */
 		lat_add(&lat, t1 > h.sent_ns ? t1 - h.sent_ns : 0);
+		if (o->timeline)
+			tl_add(&tl, t1, t1 > h.sent_ns ? t1 - h.sent_ns : 0);
+		if (last_at[h.writer] && t1 - last_at[h.writer] > max_gap && t1 > last_at[h.writer])
+			max_gap = t1 - last_at[h.writer];
+		last_at[h.writer] = t1;
 		if (led.bits) {
 			int old = ledger_set(&led, h.writer, h.seq);
 			if (old < 0) {
@@ -451,12 +527,17 @@ static int run_rx(const struct opts *o)
 	double el = t1 > t0 ? (double)(t1 - t0) / 1e9 : 0;
 	if (o->ledger)
 		ledger_write(&led, o->ledger);
+	if (o->timeline)
+		tl_write(&tl, o->timeline);
 	free(led.bits);
+	free(tl.bins);
+	free(last_at);
 	printf("{\"role\":\"rx\",\"delivered\":%" PRIu64 ",\"duplicates\":%" PRIu64
 	       ",\"order_violations\":%" PRIu64 ",\"reordered\":%" PRIu64 ",\"malformed\":%" PRIu64
-	       ",\"reconnects\":%" PRIu64 ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f",
+	       ",\"reconnects\":%" PRIu64 ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f"
+	       ",\"max_gap_us\":%" PRIu64,
 	       got, dups, order, reordered, bad, reconnects, el, el > 0 ? (double)got / el : 0.0,
-	       cpu_s() - c0);
+	       cpu_s() - c0, max_gap / 1000);
 	lat_print(&lat);
 	printf("}\n");
 	gw_close(cl);
@@ -634,7 +715,7 @@ static void usage(FILE *f)
 		   "       gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N]\n"
 		   "                 [--idle-timeout S] [--stall-s S]\n"
 		   "                 [--delay-ms MS [--delay-count N]] [--reconnect]\n"
-		   "                 [-m MSGS --ledger FILE]\n"
+		   "                 [-m MSGS --ledger FILE] [--timeline FILE]\n"
 		   "       gw-perf echo -s SOCK -e SERVICE\n"
 		   "       gw-perf call -s SOCK -n NODE -e SERVICE [-w CALLERS] [-m CALLS] [-z SIZE]\n"
 		   "                 [--timeout-ms MS] [--stop-on-down]\n"
@@ -671,7 +752,7 @@ int main(int argc, char **argv)
 		{ "reconnect", 0, NULL, 'R' }, { "cast", 0, NULL, 'C' }, { "service", 0, NULL, 'C' },
 		{ "timeout-ms", 1, NULL, 'T' }, { "stop-on-down", 0, NULL, 'O' },
 		{ "stats-period", 1, NULL, 'P' }, { "burst", 1, NULL, 'B' },
-		{ "duration", 1, NULL, 'u' }, { 0 },
+		{ "duration", 1, NULL, 'u' }, { "timeline", 1, NULL, 'Y' }, { 0 },
 	};
 	int c;
 	optind = 2;
@@ -701,6 +782,7 @@ int main(int argc, char **argv)
 		case 'P': o.stats_period = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'B': o.burst = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'u': o.duration_s = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'Y': o.timeline = optarg; break;
 		default: usage(stderr); return 2;
 		}
 	}

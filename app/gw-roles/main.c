@@ -45,6 +45,7 @@ static struct gw_counters st;
 static struct gw_peers peers;
 static struct gw_txq txq;
 static uint16_t null_port;
+static struct gw_links null_links; /* the one link the roles send on */
 
 static int die(const char *what, int rc)
 {
@@ -295,7 +296,7 @@ static void auth_run(unsigned size)
 	struct gw_auth_tx tx;
 	struct gw_auth_rx rx;
 	gw_auth_tx_init(&tx, &key, 1, 1);
-	if (gw_auth_rx_init(&rx, &key) < 0)
+	if (gw_auth_rx_init(&rx, &key, 1) < 0)
 		die("auth", -ENOMEM);
 	static uint8_t f[9100];
 	const struct gw_addr a = { .ip = 1, .port = 47000 }, b = { .ip = 2, .port = 47000 };
@@ -356,7 +357,9 @@ int main(int argc, char **argv)
 	if (!node.pool)
 		die("mbuf pool", -rte_errno);
 	null_port_up();
-	gw_txq_init(&txq, &node, null_port, 0, &st, 1);
+	null_links = (struct gw_links){ .n = 1, .port = { null_port }, .live = { true } };
+	node.links = &null_links;
+	gw_txq_init(&txq, &node, &null_links, 0, &st, 1);
 	peer_up();
 	worker_up();
 	receiver_up();

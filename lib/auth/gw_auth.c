@@ -91,10 +91,11 @@ int gw_auth_seal(struct gw_auth_tx *tx, uint8_t *frame, size_t len, size_t cap)
 	return (int)(t + GW_AUTH_TRAILER);
 }
 
-int gw_auth_rx_init(struct gw_auth_rx *rx, const struct gw_auth_key *key)
+int gw_auth_rx_init(struct gw_auth_rx *rx, const struct gw_auth_key *key, unsigned members)
 {
 	rx->key = key;
-	rx->win = calloc((size_t)GW_AUTH_NODES * GW_AUTH_SLOTS, sizeof(*rx->win));
+	rx->members = members ? members : 1;
+	rx->win = calloc((size_t)rx->members * GW_AUTH_NODES * GW_AUTH_SLOTS, sizeof(*rx->win));
 	return rx->win ? 0 : -ENOMEM;
 }
 
@@ -152,6 +153,7 @@ int gw_auth_verify(const struct gw_auth_key *key, uint8_t *frame, size_t len,
 		return -EBADMSG;
 	seen->node = node;
 	seen->slot = slot;
+	seen->member = 0;
 	seen->counter = ctr;
 	gw_wire_set_ip_len(frame, (uint16_t)(t - GW_ETH_HLEN));
 	return (int)t;
@@ -159,7 +161,10 @@ int gw_auth_verify(const struct gw_auth_key *key, uint8_t *frame, size_t len,
 
 int gw_auth_accept(struct gw_auth_rx *rx, const struct gw_auth_seen *seen)
 {
-	return window_accept(&rx->win[seen->node * GW_AUTH_SLOTS + seen->slot], seen->counter);
+	unsigned member = seen->member < rx->members ? seen->member : 0;
+	return window_accept(&rx->win[((size_t)member * GW_AUTH_NODES + seen->node) * GW_AUTH_SLOTS +
+				      seen->slot],
+			     seen->counter);
 }
 
 int gw_auth_open(struct gw_auth_rx *rx, uint8_t *frame, size_t len)

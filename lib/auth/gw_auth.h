@@ -13,7 +13,10 @@
  * starts at the wall clock in nanoseconds and counts up, so a restarted
  * gateway never reuses a nonce. The receiver drops frames whose tag does
  * not verify (forged, or sent with another key) and frames it has seen, or
- * that are older than a window of 1024 per sender slot (replayed).
+ * that are older than a window of 1024 per sender slot (replayed). A
+ * parallel port carries every frame once per member, so each member has
+ * windows of its own: a frame's copy on another member is for the lane to
+ * keep or drop as the copy it is, never a replay.
  *
  * One tag per frame: batching spreads its cost over every message in it.
  */
@@ -44,10 +47,11 @@ struct gw_auth_window {
 	uint64_t bits[GW_AUTH_WINDOW / 64];
 };
 
-/* The receiver's state: a replay window per sender node and slot. */
+/* The receiver's state: a replay window per member, sender node and slot. */
 struct gw_auth_rx {
 	const struct gw_auth_key *key;
-	struct gw_auth_window *win; /* GW_AUTH_NODES * GW_AUTH_SLOTS */
+	unsigned members;
+	struct gw_auth_window *win; /* members * GW_AUTH_NODES * GW_AUTH_SLOTS */
 };
 
 /*
@@ -66,7 +70,8 @@ void gw_auth_tx_init(struct gw_auth_tx *tx, const struct gw_auth_key *key, uint8
  */
 int gw_auth_seal(struct gw_auth_tx *tx, uint8_t *frame, size_t len, size_t cap);
 
-int gw_auth_rx_init(struct gw_auth_rx *rx, const struct gw_auth_key *key);
+/* members: the links frames come in on (1, or a parallel port's members). */
+int gw_auth_rx_init(struct gw_auth_rx *rx, const struct gw_auth_key *key, unsigned members);
 void gw_auth_rx_fini(struct gw_auth_rx *rx);
 
 /*
@@ -85,6 +90,7 @@ int gw_auth_open(struct gw_auth_rx *rx, uint8_t *frame, size_t len);
 struct gw_auth_seen {
 	uint16_t node;
 	uint8_t slot;
+	uint8_t member; /* the link it came in on: 0 from gw_auth_verify, set by the caller */
 	uint64_t counter;
 };
 int gw_auth_verify(const struct gw_auth_key *key, uint8_t *frame, size_t len,

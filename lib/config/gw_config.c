@@ -62,7 +62,7 @@ enum {
 	GW_K_STRATEGY, GW_K_SPIN_POLLS, GW_K_YIELD_POLLS, GW_K_SLEEP_MAX,
 	GW_K_WORKERS,
 	GW_K_RECEIVERS,
-	GW_K_DROP, GW_K_DUP, GW_K_CORRUPT, GW_K_REORDER, GW_K_DELAY, GW_K_SEED,
+	GW_K_DROP, GW_K_DUP, GW_K_CORRUPT, GW_K_REORDER, GW_K_DELAY, GW_K_SEED, GW_K_FAULT_MEMBER,
 	GW_K_AUTH_KEY,
 	GW_NKEYS
 };
@@ -82,6 +82,7 @@ static const char gw_from_file[] = "file";
 static const struct gw_choice gw_kinds[] = {
 	{ "bond", GW_PORT_BOND },
 	{ "single", GW_PORT_SINGLE },
+	{ "parallel", GW_PORT_PARALLEL },
 	{ NULL, 0 },
 };
 
@@ -92,6 +93,16 @@ static const struct gw_choice gw_bond_modes[] = {
 	{ "4", 4 },
 	{ NULL, 0 },
 };
+
+static const struct gw_choice gw_fault_members[] = {
+	{ "all", GW_CONFIG_ALL_MEMBERS },
+	{ "0", 0 },
+	{ "1", 1 },
+	{ "2", 2 },
+	{ "3", 3 },
+	{ NULL, 0 },
+};
+static_assert(GW_CONFIG_MAX_MEMBERS == 4, "a [fault] member choice per member");
 
 static const struct gw_choice gw_strategies[] = {
 	{ "spin", GW_IDLE_SPIN },
@@ -164,6 +175,7 @@ static const struct gw_key gw_keys[GW_NKEYS] = {
 	[GW_K_REORDER] = GW_NUM("fault", "reorder_ppm", fault_reorder_ppm, 0, 1000000),
 	[GW_K_DELAY] = GW_NUM("fault", "delay_us", fault_delay_us, 1, 1000000),
 	[GW_K_SEED] = GW_NUM("fault", "seed", fault_seed, 0, UINT32_MAX),
+	[GW_K_FAULT_MEMBER] = GW_CHOICE("fault", "member", fault_member, gw_fault_members),
 	[GW_K_AUTH_KEY] = GW_TEXT("auth", "key_file", auth_key_file),
 };
 
@@ -616,6 +628,19 @@ static int gw_check(struct gw_load *ld)
 	if (cfg->port_kind == GW_PORT_SINGLE && cfg->nmembers != 1)
 		return gw_key_err(ld, gw_blame(ld, GW_K_KIND, GW_K_MEMBERS), NULL, -EINVAL,
 				  "kind single takes exactly one member (members has %u)", cfg->nmembers);
+	/* Parallel sends every frame on every member: with one there is no
+	 * second copy, and LACP has nothing to agree on. */
+	if (cfg->port_kind == GW_PORT_PARALLEL && cfg->nmembers < 2)
+		return gw_key_err(ld, gw_blame(ld, GW_K_KIND, GW_K_MEMBERS), NULL, -EINVAL,
+				  "kind parallel needs two members or more, on independent networks (members has %u; with one, use kind single)",
+				  cfg->nmembers);
+	if (cfg->port_kind == GW_PORT_PARALLEL && ld->origin[GW_K_BOND_MODE])
+		return gw_key_err(ld, gw_blame(ld, GW_K_KIND, GW_K_BOND_MODE), NULL, -EINVAL,
+				  "bond_mode is for kind bond: kind parallel has no bond and no LACP, remove bond_mode");
+	if (cfg->fault_member != GW_CONFIG_ALL_MEMBERS && cfg->fault_member >= cfg->nmembers)
+		return gw_key_err(ld, gw_blame(ld, GW_K_FAULT_MEMBER, GW_K_MEMBERS), NULL, -EINVAL,
+				  "fault member %u: the port has members 0..%u", cfg->fault_member,
+				  cfg->nmembers - 1);
 	for (unsigned i = 0; i < cfg->npeers; i++)
 		if (cfg->peers[i] == cfg->node_id)
 			return gw_key_err(ld, gw_blame(ld, GW_K_ID, GW_K_PEERS), NULL, -EINVAL,
@@ -688,6 +713,7 @@ void gw_config_defaults(struct gw_config *cfg)
 	cfg->socket_mode = 0660;
 	cfg->socket_gid = -1;
 	cfg->fault_seed = 1;
+	cfg->fault_member = GW_CONFIG_ALL_MEMBERS;
 }
 
 int gw_config_load(struct gw_config *cfg, const char *path, char *const *overrides,

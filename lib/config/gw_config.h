@@ -31,7 +31,10 @@ enum gw_idle_strategy {
 enum gw_port_kind {
 	GW_PORT_SINGLE = 0, /* one member, no bonding */
 	GW_PORT_BOND = 1,   /* net_bonding over the members */
+	GW_PORT_PARALLEL = 2, /* every frame on every member, the first copy kept */
 };
+
+#define GW_CONFIG_ALL_MEMBERS UINT32_MAX /* [fault] member = all */
 
 struct gw_config {
 	/* [eal] */
@@ -50,7 +53,7 @@ struct gw_config {
 	 * af_packet member on that kernel interface. */
 	char members[GW_CONFIG_MAX_MEMBERS][GW_MEMBER_MAX];
 	unsigned nmembers;
-	unsigned bond_mode;      /* 0, 2 or 4 */
+	unsigned bond_mode;      /* 0, 2 or 4 (kind = bond only) */
 	unsigned mtu;            /* IP MTU, 1500..9000 */
 	uint32_t ip;             /* host order */
 	uint16_t udp_port;
@@ -76,6 +79,7 @@ struct gw_config {
 	/* [fault]: injected on received frames, all off by default */
 	unsigned fault_drop_ppm, fault_dup_ppm, fault_corrupt_ppm, fault_reorder_ppm;
 	unsigned fault_delay_us, fault_seed;
+	unsigned fault_member; /* the member whose frames get them, or GW_CONFIG_ALL_MEMBERS */
 	/* [auth] */
 	char auth_key_file[GW_PATH_MAX]; /* empty: frames are not authenticated */
 };

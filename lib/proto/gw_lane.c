@@ -278,12 +278,73 @@ void gw_lane_rx_fini(struct gw_lane_rx *rx)
 {
 	gw_lane_rx_drop(rx, rx->next + rx->win);
 	free(rx->held);
+	free(rx->copies);
 	rx->held = NULL;
+	rx->copies = NULL;
 	rx->active = false;
 }
 
-enum gw_lane_rx_verdict gw_lane_rx_accept(struct gw_lane_rx *rx, const struct gw_hdr *h,
-					  void *frame)
+int gw_lane_rx_track_copies(struct gw_lane_rx *rx)
+{
+	/* Twice the window: a seq a window behind next (a late copy) and one
+	 * a window ahead never share an entry. */
+	if (!rx->copies && !(rx->copies = calloc(2 * rx->win, sizeof(*rx->copies))))
+		return -ENOMEM;
+	return 0;
+}
+
+/* The members that carried seq (0: none yet), and the entry and key to note another in. */
+static uint8_t gw_lane_rx_seen(const struct gw_lane_rx *rx, uint32_t seq, uint64_t **e,
+			       uint64_t *key)
+{
+	*e = &rx->copies[seq & (2 * rx->win - 1)];
+	*key = (uint64_t)seq << 32 | (uint64_t)(rx->epoch & 0xffffffu) << 8;
+	return (**e & ~(uint64_t)0xff) == *key ? (uint8_t)**e : 0;
+}
+
+/* Member carried seq: did another member carry it before and this one not? */
+static bool gw_lane_rx_copy_of_other(struct gw_lane_rx *rx, uint32_t seq, unsigned member)
+{
+	uint64_t *e, key;
+	uint8_t bit = (uint8_t)(1u << member), seen = gw_lane_rx_seen(rx, seq, &e, &key);
+
+	*e = key | seen | bit;
+	return seen && !(seen & bit);
+}
+
+bool gw_lane_rx_redundant(struct gw_lane_rx *rx, uint32_t epoch, uint32_t seq, unsigned member)
+{
+	if (!rx->copies || !rx->active || epoch != rx->epoch)
+		return false;
+	/* Delivered a little while ago, or held now. */
+	bool have = gw_seq_before(seq, rx->next) ? rx->next - seq <= rx->win
+						 : seq - rx->next < rx->win &&
+							   rx->held[seq & (rx->win - 1)];
+	uint64_t *e, key;
+	uint8_t bit = (uint8_t)(1u << member), seen = gw_lane_rx_seen(rx, seq, &e, &key);
+	if (!have || !seen || (seen & bit))
+		return false;
+	*e |= bit;
+	rx->frames++;
+	rx->redundant++;
+	return true;
+}
+
+/* A frame already delivered or held: a copy we expected, or the sender's
+ * retransmission, which says it missed our ack. */
+static enum gw_lane_rx_verdict gw_lane_rx_dup(struct gw_lane_rx *rx, bool redundant)
+{
+	if (redundant) {
+		rx->redundant++;
+		return GW_RX_REDUNDANT;
+	}
+	rx->dups++;
+	rx->ack_due = true;
+	return GW_RX_DUP;
+}
+
+enum gw_lane_rx_verdict gw_lane_rx_accept_on(struct gw_lane_rx *rx, const struct gw_hdr *h,
+					     void *frame, unsigned member)
 {
 	if (!rx->active || h->epoch != rx->epoch) {
 		if (rx->active) {
@@ -303,23 +364,18 @@ enum gw_lane_rx_verdict gw_lane_rx_accept(struct gw_lane_rx *rx, const struct gw
 		rx->held_ns = 0;
 	}
 	rx->frames++;
+	bool other = rx->copies && gw_lane_rx_copy_of_other(rx, h->seq, member);
 
-	if (gw_seq_before(h->seq, rx->next)) {
-		rx->dups++;
-		rx->ack_due = true; /* the sender missed our ack */
-		return GW_RX_DUP;
-	}
+	if (gw_seq_before(h->seq, rx->next))
+		return gw_lane_rx_dup(rx, other);
 	if (h->seq - rx->next >= rx->win) {
 		rx->out_of_window++;
 		return GW_RX_BEYOND;
 	}
 	/* Held frames all lie in [next, next + win): one slot per seq. */
 	void **slot = &rx->held[h->seq & (rx->win - 1)];
-	if (*slot) {
-		rx->dups++;
-		rx->ack_due = true;
-		return GW_RX_DUP;
-	}
+	if (*slot)
+		return gw_lane_rx_dup(rx, other);
 	*slot = frame;
 	rx->ack_due = true;
 	return GW_RX_STORED;

@@ -14,6 +14,14 @@
  * once every record is in its destination ring. SACK bits mean "held", not
  * "delivered": they only spare retransmissions.
  *
+ * With a parallel port every frame comes once per member, and the first
+ * copy of each seq is the one kept: the window above already drops the
+ * rest in O(1), and never drops a frame for a gap seen on one member only
+ * (the frame is held until the other member's copy fills the gap). What
+ * the copies table adds is telling the expected copy of a transmission
+ * another member brought first (redundant) from a duplicate that a
+ * retransmission brought; it counts, it never decides what is delivered.
+ *
  * Frames are opaque handles (an mbuf, a test buffer); time is a caller
  * supplied nanosecond count. Both halves call `release` for frames they drop.
  */
@@ -69,10 +77,13 @@ struct gw_lane_rx {
 	uint64_t held_ns;
 	bool ack_due;
 	void **held;
+	/* which members carried each recent seq (NULL: not tracked); 2 * win
+	 * entries of seq << 32 | epoch's low 24 bits << 8 | member bits */
+	uint64_t *copies;
 	gw_lane_release_t release;
 	void *ctx;
 	/* counters (msgs: kept by the caller, which knows what a frame holds) */
-	uint64_t frames, dups, out_of_window, resets, msgs;
+	uint64_t frames, dups, out_of_window, resets, redundant, msgs;
 };
 
 /* Results of gw_lane_rx_accept. */
@@ -80,7 +91,11 @@ enum gw_lane_rx_verdict {
 	GW_RX_STORED = 0,   /* the lane now owns the frame */
 	GW_RX_DUP = 1,      /* already delivered or held: caller frees it */
 	GW_RX_BEYOND = 2,   /* past the window: caller frees it, it will come again */
+	GW_RX_REDUNDANT = 3, /* the same transmission, brought first by another
+			      * member: caller frees it (copies tracked only) */
 };
+
+#define GW_LANE_MEMBERS_MAX 8
 
 /*
  * win is a power of two up to GW_LANE_WIN_MAX; 0 < rto_min_ns <= rto_max_ns;
@@ -152,12 +167,34 @@ uint64_t gw_lane_tx_next_deadline(const struct gw_lane_tx *tx);
 int gw_lane_rx_init(struct gw_lane_rx *rx, uint32_t win, gw_lane_release_t release, void *ctx);
 void gw_lane_rx_fini(struct gw_lane_rx *rx);
 
+/* Track which member brought each frame (a parallel port): -ENOMEM or 0. */
+int gw_lane_rx_track_copies(struct gw_lane_rx *rx);
+
 /*
- * Offer a checked DATA frame. A new epoch resets the lane (the sender
- * restarted); base moves delivery past frames the sender knows were acked.
+ * Is a frame of (epoch, seq) that came in on member the copy of a
+ * transmission this lane holds or delivered, which another member brought
+ * and this one had not (a parallel port's second copy)? Then it is counted
+ * as redundant, and the caller drops it without checking its CRC: the
+ * bytes are those of a frame already verified, or corrupt, and either way
+ * dropped. Nothing that decides delivery changes. False when copies are
+ * not tracked or anything is in doubt (the caller goes the full way).
  */
-enum gw_lane_rx_verdict gw_lane_rx_accept(struct gw_lane_rx *rx, const struct gw_hdr *h,
-					  void *frame);
+bool gw_lane_rx_redundant(struct gw_lane_rx *rx, uint32_t epoch, uint32_t seq, unsigned member);
+
+/*
+ * Offer a checked DATA frame that came in on member (below
+ * GW_LANE_MEMBERS_MAX; 0 where there is one link). A new epoch resets the
+ * lane (the sender restarted); base moves delivery past frames the sender
+ * knows were acked.
+ */
+enum gw_lane_rx_verdict gw_lane_rx_accept_on(struct gw_lane_rx *rx, const struct gw_hdr *h,
+					     void *frame, unsigned member);
+
+static inline enum gw_lane_rx_verdict gw_lane_rx_accept(struct gw_lane_rx *rx,
+							const struct gw_hdr *h, void *frame)
+{
+	return gw_lane_rx_accept_on(rx, h, frame, 0);
+}
 
 /* The frame to deliver next, or NULL while it has not arrived. */
 static inline void *gw_lane_rx_head(const struct gw_lane_rx *rx)

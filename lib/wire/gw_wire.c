@@ -216,8 +216,8 @@ void gw_wire_restamp_base(uint8_t *frame, uint32_t base)
 	put_le32(gh + GH_CRC, gw_crc32c(0, gh, GW_HDR_LEN + get_le32(gh + GH_LEN)));
 }
 
-int gw_wire_parse(const uint8_t *frame, size_t len, uint16_t port, struct gw_hdr *hdr,
-		  const uint8_t **payload, struct gw_addr *src)
+/* Everything about a frame but its CRC: 0 and the payload length, or a GW_EWIRE_* code. */
+static int gw_wire_check(const uint8_t *frame, size_t len, uint16_t port, uint32_t *plen_out)
 {
 	const uint8_t *ip = frame + GW_ETH_HLEN;
 	const uint8_t *udp = ip + GW_IP_HLEN;
@@ -244,17 +244,19 @@ int gw_wire_parse(const uint8_t *frame, size_t len, uint16_t port, struct gw_hdr
 	if (gh[GH_VERSION] != GW_WIRE_VERSION || (type != GW_FT_DATA && type != GW_FT_ACK &&
 						 type != GW_FT_HELLO))
 		return GW_EWIRE_VERSION;
+	*plen_out = plen;
+	return 0;
+}
 
-	/* The CRC was computed with its own field zeroed. */
-	uint8_t h[GW_HDR_LEN];
-	memcpy(h, gh, GH_CRC);
-	memset(h + GH_CRC, 0, GW_HDR_LEN - GH_CRC);
-	uint32_t crc = gw_crc32c(0, h, sizeof(h));
-	crc = gw_crc32c(crc, gh + GW_HDR_LEN, plen);
-	if (crc != get_le32(gh + GH_CRC))
-		return GW_EWIRE_CRC;
+/* The header, payload and sender of a frame gw_wire_check passed. */
+static void gw_wire_fill(const uint8_t *frame, uint32_t plen, struct gw_hdr *hdr,
+			 const uint8_t **payload, struct gw_addr *src)
+{
+	const uint8_t *ip = frame + GW_ETH_HLEN;
+	const uint8_t *udp = ip + GW_IP_HLEN;
+	const uint8_t *gh = udp + GW_UDP_HLEN;
 
-	hdr->type = type;
+	hdr->type = gh[GH_TYPE];
 	hdr->src_node = get_le16(gh + GH_SRC_NODE);
 	hdr->dst_node = get_le16(gh + GH_DST_NODE);
 	hdr->lane = get_le16(gh + GH_LANE);
@@ -269,6 +271,37 @@ int gw_wire_parse(const uint8_t *frame, size_t len, uint16_t port, struct gw_hdr
 		src->ip = get_be32(ip + IP_SRC);
 		src->port = get_be16(udp + UDP_SPORT);
 	}
+}
+
+int gw_wire_peek(const uint8_t *frame, size_t len, uint16_t port, struct gw_hdr *hdr)
+{
+	uint32_t plen;
+	const uint8_t *payload;
+	int rc = gw_wire_check(frame, len, port, &plen);
+
+	if (rc == 0)
+		gw_wire_fill(frame, plen, hdr, &payload, NULL);
+	return rc;
+}
+
+int gw_wire_parse(const uint8_t *frame, size_t len, uint16_t port, struct gw_hdr *hdr,
+		  const uint8_t **payload, struct gw_addr *src)
+{
+	const uint8_t *gh = frame + GW_OUTER_HLEN;
+	uint32_t plen;
+	int rc = gw_wire_check(frame, len, port, &plen);
+
+	if (rc < 0)
+		return rc;
+	/* The CRC was computed with its own field zeroed. */
+	uint8_t h[GW_HDR_LEN];
+	memcpy(h, gh, GH_CRC);
+	memset(h + GH_CRC, 0, GW_HDR_LEN - GH_CRC);
+	uint32_t crc = gw_crc32c(0, h, sizeof(h));
+	crc = gw_crc32c(crc, gh + GW_HDR_LEN, plen);
+	if (crc != get_le32(gh + GH_CRC))
+		return GW_EWIRE_CRC;
+	gw_wire_fill(frame, plen, hdr, payload, src);
 	return 0;
 }
 

@@ -139,6 +139,15 @@ int gw_wire_parse(const uint8_t *frame, size_t len, uint16_t port, struct gw_hdr
 		  const uint8_t **payload, struct gw_addr *src);
 
 /*
+ * The header of a frame that gw_wire_parse would check all but the CRC of:
+ * 0 and *hdr, or one of its codes (never GW_EWIRE_CRC). A hint, not a
+ * verified header: for deciding to drop a frame that could only be a copy
+ * of one already verified (a parallel port's second copy), never to act
+ * on what it says.
+ */
+int gw_wire_peek(const uint8_t *frame, size_t len, uint16_t port, struct gw_hdr *hdr);
+
+/*
  * Append one record (kind GW_RK_*, data non-NULL) to a payload being built:
  * at payload + *used, advancing *used. -ENOSPC, writing nothing, if the
  * record does not fit in cap.

@@ -57,6 +57,10 @@ refuse "bond_mode" --set port.bond_mode=3
 refuse "eal.args" --set "eal.args"
 refuse "unknown kind of member" --set port.members=nosuch:thing
 refuse "bond_mode 4" --set port.members=vhost:/run/gridwire/x0.sock --set port.bond_mode=2
+refuse "kind parallel needs two members or more" --set port.kind=parallel --set port.members=veth0
+refuse "kind parallel has no bond and no LACP" --set port.kind=parallel \
+    --set port.members=veth0,veth1 --set port.bond_mode=4
+refuse "fault member 2: the port has members 0..1" --set port.members=veth0,veth1 --set fault.member=2
 refuse "take --no-pci out" --set port.members=pci:0000:ff:1f.7
 refuse "not a PCI address" --set "eal.args=-l 0 --no-huge" --set port.members=pci:03:00.0
 refuse "hugepages asked for" --set "eal.args=-l 0 --no-pci -m 1048576 --no-shconf"

@@ -9,7 +9,8 @@
 # holds; a message may arrive twice across the restart (its ACK died with
 # the old gateway), which is counted. On both links: on the cable the
 # restarted beta takes back its sockets from the dead one (stale files)
-# and alpha's vhost-user ends reconnect by themselves.
+# and alpha's vhost-user ends reconnect by themselves. Once more on the
+# cable with both gateways' ports parallel.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
@@ -93,4 +94,6 @@ PY
 run cable
 run veth
 run cable 2 2
+# Parallel redundancy: the same, with every frame on both cable ends.
+GW_ARGS_A="--set port.kind=parallel" GW_ARGS_B="--set port.kind=parallel" run cable
 exit $fail

@@ -31,7 +31,7 @@ static void test_round_trip(void)
 	struct gw_auth_tx tx;
 	struct gw_auth_rx rx;
 	gw_auth_tx_init(&tx, &key, 3, 1000);
-	CU_ASSERT_FATAL(gw_auth_rx_init(&rx, &key) == 0);
+	CU_ASSERT_FATAL(gw_auth_rx_init(&rx, &key, 1) == 0);
 	size_t n = build(f, 1);
 	int m = gw_auth_seal(&tx, f, n, sizeof(f));
 	CU_ASSERT_EQUAL(m, (int)n + GW_AUTH_TRAILER);
@@ -52,7 +52,7 @@ static void test_forged(void)
 	struct gw_auth_tx tx;
 	struct gw_auth_rx rx;
 	gw_auth_tx_init(&tx, &key, 0, 1);
-	gw_auth_rx_init(&rx, &key);
+	gw_auth_rx_init(&rx, &key, 1);
 	size_t n = build(f, 1);
 	int m = gw_auth_seal(&tx, f, n, sizeof(f));
 	/* Any bit of header, payload, counter or tag changed: refused. */
@@ -68,7 +68,7 @@ static void test_forged(void)
 	CU_ASSERT(gw_auth_open(&rx, g, (size_t)m) < 0);
 	/* Another key, or no trailer at all: refused. */
 	struct gw_auth_rx rx2;
-	gw_auth_rx_init(&rx2, &other);
+	gw_auth_rx_init(&rx2, &other, 1);
 	memcpy(g, f, (size_t)m);
 	CU_ASSERT_EQUAL(gw_auth_open(&rx2, g, (size_t)m), -EBADMSG);
 	n = build(g, 2);
@@ -86,7 +86,7 @@ static void test_replay(void)
 	struct gw_auth_tx tx;
 	struct gw_auth_rx rx;
 	gw_auth_tx_init(&tx, &key, 1, 500);
-	gw_auth_rx_init(&rx, &key);
+	gw_auth_rx_init(&rx, &key, 1);
 	for (int i = 0; i < 40; i++)
 		len[i] = gw_auth_seal(&tx, f[i], build(f[i], (uint32_t)i), sizeof(f[i]));
 	static uint8_t c[2048];
@@ -122,7 +122,7 @@ static void test_verify_then_accept(void)
 	struct gw_auth_tx tx;
 	struct gw_auth_rx owner;
 	gw_auth_tx_init(&tx, &key, 3, 1000);
-	gw_auth_rx_init(&owner, &key);
+	gw_auth_rx_init(&owner, &key, 1);
 	int m = gw_auth_seal(&tx, f, build(f, 5), sizeof(f));
 	struct gw_auth_seen seen;
 	memcpy(c, f, (size_t)m);
@@ -141,6 +141,27 @@ static void test_verify_then_accept(void)
 	gw_auth_rx_fini(&owner);
 }
 
+/* A parallel port: the copy of a frame on the other member passes its own
+ * window (the lane keeps one of the two); a replay on either member fails. */
+static void test_members(void)
+{
+	uint8_t f[2048], c[2048];
+	struct gw_auth_tx tx;
+	struct gw_auth_rx rx;
+	struct gw_auth_seen seen;
+	gw_auth_tx_init(&tx, &key, 1, 50);
+	CU_ASSERT_FATAL(gw_auth_rx_init(&rx, &key, 2) == 0);
+	int m = gw_auth_seal(&tx, f, build(f, 2), sizeof(f));
+	for (uint8_t member = 0; member < 2; member++) {
+		memcpy(c, f, (size_t)m);
+		CU_ASSERT(gw_auth_verify(&key, c, (size_t)m, &seen) > 0);
+		seen.member = member;
+		CU_ASSERT_EQUAL(gw_auth_accept(&rx, &seen), 0);
+		CU_ASSERT_EQUAL(gw_auth_accept(&rx, &seen), -EALREADY);
+	}
+	gw_auth_rx_fini(&rx);
+}
+
 /* A retransmission is sealed again with a new counter: not a replay. */
 static void test_reseal(void)
 {
@@ -148,7 +169,7 @@ static void test_reseal(void)
 	struct gw_auth_tx tx;
 	struct gw_auth_rx rx;
 	gw_auth_tx_init(&tx, &key, 2, 7);
-	gw_auth_rx_init(&rx, &key);
+	gw_auth_rx_init(&rx, &key, 1);
 	int m = gw_auth_seal(&tx, f, build(f, 1), sizeof(f));
 	memcpy(c, f, (size_t)m);
 	CU_ASSERT(gw_auth_open(&rx, c, (size_t)m) > 0);
@@ -185,6 +206,7 @@ static const struct gw_test_case cases[] = {
 	{ "forged frames refused", test_forged },
 	{ "replays refused", test_replay },
 	{ "verify, then accept at the slot's owner", test_verify_then_accept },
+	{ "a window per member of a parallel port", test_members },
 	{ "retransmission resealed", test_reseal },
 	{ "key file", test_key_file },
 	{ NULL, NULL },

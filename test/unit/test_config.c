@@ -394,6 +394,25 @@ static void test_cross_key_errors(void)
 	CU_ASSERT_EQUAL(load_text(&cfg, "[proto]\nhello_ms = 400\npeer_timeout_ms = 1200\n",
 				  NULL, 0), 0);
 	CU_ASSERT_EQUAL(cfg.peer_timeout_ms, 1200);
+
+	/* Parallel: two members or more, no bond settings; a demo file
+	 * (bond_mode left to its default) becomes parallel by its kind alone. */
+	assert_refused(load_text(&cfg, "[port]\nkind = parallel\nmembers = a\n", NULL, 0),
+		       "kind parallel needs two members or more");
+	char *lacp[] = { "port.bond_mode=4" };
+	assert_refused(load_text(&cfg, "[port]\nkind = parallel\nmembers = a,b\n", lacp, 1),
+		       "--set port.bond_mode=4: bond_mode is for kind bond");
+	char *par[] = { "port.kind=parallel" };
+	CU_ASSERT_EQUAL(gw_config_load(&cfg, GW_SOURCE_DIR "/config/demo-a.ini", par, 1, NULL, err,
+				       sizeof(err)), 0);
+	CU_ASSERT_EQUAL(cfg.port_kind, GW_PORT_PARALLEL);
+	/* [fault] member: all (the default) or one of the members. */
+	CU_ASSERT_EQUAL(cfg.fault_member, GW_CONFIG_ALL_MEMBERS);
+	CU_ASSERT_EQUAL(load_text(&cfg, "[port]\nmembers = a,b\n[fault]\nmember = 1\n", NULL, 0), 0);
+	CU_ASSERT_EQUAL(cfg.fault_member, 1);
+	assert_refused(load_text(&cfg, "[port]\nmembers = a,b\n[fault]\nmember = 2\n", NULL, 0),
+		       "fault member 2: the port has members 0..1");
+	assert_refused(load_text(&cfg, "[fault]\nmember = 9\n", NULL, 0), "[fault] member = 9");
 }
 
 /* A member checker that knows one kind, "ok:", and refuses "ok:" when bond_mode is 2. */

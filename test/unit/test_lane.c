@@ -451,6 +451,62 @@ static void test_rx_dup(void)
 	CU_ASSERT_EQUAL(l.id[1], 4);
 }
 
+/* A parallel port: the copy of a transmission that another member brought
+ * first is redundant (no ack owed); what a retransmission brings again is a
+ * duplicate, on either member. */
+static void test_rx_copies(void)
+{
+	struct gw_lane_rx rx;
+	struct relog l = { 0 };
+	struct gw_hdr h = data_hdr(5, 0, 0);
+	struct gw_ack a;
+
+	CU_ASSERT_EQUAL_FATAL(gw_lane_rx_init(&rx, 4, relog_release, &l), 0);
+	CU_ASSERT_EQUAL_FATAL(gw_lane_rx_track_copies(&rx), 0);
+	CU_ASSERT_EQUAL(gw_lane_rx_accept_on(&rx, &h, H(1), 0), GW_RX_STORED);
+	gw_lane_rx_ack(&rx, &a);
+	CU_ASSERT_EQUAL(gw_lane_rx_accept_on(&rx, &h, H(2), 1), GW_RX_REDUNDANT); /* held */
+	CU_ASSERT(!rx.ack_due);
+	gw_lane_rx_pop(&rx);
+	gw_lane_rx_ack(&rx, &a);
+	/* Seq 1 came on member 1 only (member 0 lost it); then its copy. */
+	h.seq = 1;
+	CU_ASSERT_EQUAL(gw_lane_rx_accept_on(&rx, &h, H(3), 1), GW_RX_STORED);
+	gw_lane_rx_pop(&rx);
+	CU_ASSERT_EQUAL(gw_lane_rx_accept_on(&rx, &h, H(4), 0), GW_RX_REDUNDANT); /* delivered */
+	/* Before its CRC: a copy of what the lane has, from a member that had
+	 * not brought it; not one it brought, nor one it does not have. */
+	h.seq = 2;
+	CU_ASSERT_EQUAL(gw_lane_rx_accept_on(&rx, &h, H(11), 0), GW_RX_STORED);
+	CU_ASSERT(!gw_lane_rx_redundant(&rx, 5, 2, 0));
+	CU_ASSERT(!gw_lane_rx_redundant(&rx, 4, 2, 1)); /* another epoch */
+	CU_ASSERT(!gw_lane_rx_redundant(&rx, 5, 3, 1)); /* not here */
+	CU_ASSERT(gw_lane_rx_redundant(&rx, 5, 2, 1));
+	CU_ASSERT(!gw_lane_rx_redundant(&rx, 5, 2, 1)); /* its second copy: a duplicate */
+	CU_ASSERT(gw_lane_rx_redundant(&rx, 5, 1, 1) == false); /* member 1 brought seq 1 */
+	CU_ASSERT_EQUAL(rx.redundant, 3);
+	CU_ASSERT_PTR_EQUAL(gw_lane_rx_head(&rx), H(11));
+	gw_lane_rx_pop(&rx);
+	/* Seq 0 again: the sender missed our ack and sent it once more. */
+	h.seq = 0;
+	gw_lane_rx_ack(&rx, &a);
+	CU_ASSERT_EQUAL(gw_lane_rx_accept_on(&rx, &h, H(5), 0), GW_RX_DUP);
+	CU_ASSERT(rx.ack_due);
+	CU_ASSERT_EQUAL(gw_lane_rx_accept_on(&rx, &h, H(6), 1), GW_RX_DUP);
+	CU_ASSERT_EQUAL(rx.redundant, 3);
+	CU_ASSERT_EQUAL(rx.dups, 2);
+	/* The sender restarted: the same seqs are new frames. */
+	h = data_hdr(6, 0, 0);
+	CU_ASSERT_EQUAL(gw_lane_rx_accept_on(&rx, &h, H(7), 1), GW_RX_STORED);
+	CU_ASSERT_EQUAL(gw_lane_rx_accept_on(&rx, &h, H(8), 0), GW_RX_REDUNDANT);
+	/* Without tracking, every copy is a duplicate. */
+	gw_lane_rx_fini(&rx);
+	CU_ASSERT_EQUAL_FATAL(gw_lane_rx_init(&rx, 4, relog_release, &l), 0);
+	CU_ASSERT_EQUAL(gw_lane_rx_accept_on(&rx, &h, H(9), 0), GW_RX_STORED);
+	CU_ASSERT_EQUAL(gw_lane_rx_accept_on(&rx, &h, H(10), 1), GW_RX_DUP);
+	gw_lane_rx_fini(&rx);
+}
+
 static void test_rx_beyond(void)
 {
 	struct gw_lane_rx rx;
@@ -705,6 +761,8 @@ enum {
 	SIM_ACKLOSS = 1 << 4, /* data all arrives once: every retransmission is a dup */
 	SIM_STALE = 1 << 5,   /* reordered acks: some arrive stale */
 	SIM_BEYOND = 1 << 6,  /* rx window smaller than tx window */
+	SIM_NO_RETRANS = 1 << 7, /* parallel: no retransmission, no duplicate */
+	SIM_EVERY_COPY = 1 << 8, /* parallel: one redundant copy per frame */
 };
 
 struct sim_scenario {
@@ -713,6 +771,12 @@ struct sim_scenario {
 	struct sim_dir data, ack;
 	uint64_t dest_ns; /* time the destination takes per record; 0: instant */
 	unsigned expect;
+	/* A parallel port: every frame, both ways, also on a second member
+	 * whose data direction is data2; member 0 is cut (loses everything)
+	 * from cut_ns for cut_len_ns. */
+	bool parallel;
+	struct sim_dir data2;
+	uint64_t cut_ns, cut_len_ns;
 };
 
 enum { SIM_DATA, SIM_ACK };
@@ -720,6 +784,7 @@ enum { SIM_DATA, SIM_ACK };
 struct sim_pkt {
 	uint64_t at, order; /* delivery time, then send order: a stable heap */
 	int dir;
+	unsigned member;
 	bool corrupt;
 	size_t len;
 	const uint8_t *payload; /* once parsed and held by the rx lane */
@@ -739,7 +804,7 @@ struct sim {
 	uint64_t rng, now, order;
 	struct sim_pkt **q; /* min-heap on (at, order) */
 	size_t qn, qcap;
-	uint64_t free_at[2]; /* when each direction's wire is next idle */
+	uint64_t free_at[2][2]; /* when each member's wire in each direction is next idle */
 	struct gw_addr addr_tx, addr_rx;
 	struct gw_lane_tx tx;
 	struct gw_lane_rx rx;
@@ -751,7 +816,7 @@ struct sim {
 	unsigned rx_live, records_got, frames_got;
 	uint64_t dest_free_at;
 	/* link */
-	unsigned lost, duped, delayed, corrupted, crc_rejects;
+	unsigned lost, duped, delayed, corrupted, crc_rejects, cut;
 	unsigned errors;
 };
 
@@ -837,11 +902,17 @@ static void sim_corrupt(struct sim *s, struct sim_pkt *p)
 	s->corrupted++;
 }
 
-static void sim_send(struct sim *s, int dir, const uint8_t *buf, size_t len)
+static void sim_send_on(struct sim *s, unsigned member, int dir, const uint8_t *buf, size_t len)
 {
-	const struct sim_dir *d = dir == SIM_DATA ? &s->sc->data : &s->sc->ack;
+	const struct sim_scenario *sc = s->sc;
+	const struct sim_dir *d = dir == SIM_ACK ? &sc->ack : member ? &sc->data2 : &sc->data;
+	uint64_t *free_at = &s->free_at[member][dir];
 
-	s->free_at[dir] = (s->free_at[dir] > s->now ? s->free_at[dir] : s->now) + SIM_SER_NS;
+	*free_at = (*free_at > s->now ? *free_at : s->now) + SIM_SER_NS;
+	if (member == 0 && s->now >= sc->cut_ns && s->now - sc->cut_ns < sc->cut_len_ns) {
+		s->cut++;
+		return;
+	}
 	if (sim_chance(s, d->loss)) {
 		s->lost++;
 		return;
@@ -859,8 +930,9 @@ static void sim_send(struct sim *s, int dir, const uint8_t *buf, size_t len)
 		memcpy(p->buf, buf, len);
 		p->len = len;
 		p->dir = dir;
+		p->member = member;
 		p->order = s->order++;
-		p->at = s->free_at[dir] + SIM_DELAY_NS;
+		p->at = *free_at + SIM_DELAY_NS;
 		if (c)
 			p->at += sim_below(s, 2 * SIM_DELAY_NS);
 		if (sim_chance(s, d->reorder)) {
@@ -871,6 +943,13 @@ static void sim_send(struct sim *s, int dir, const uint8_t *buf, size_t len)
 			sim_corrupt(s, p);
 		sim_q_push(s, p);
 	}
+}
+
+/* Onto the link: each member of a parallel port carries its own copy. */
+static void sim_send(struct sim *s, int dir, const uint8_t *buf, size_t len)
+{
+	for (unsigned m = 0; m < (s->sc->parallel ? 2u : 1u); m++)
+		sim_send_on(s, m, dir, buf, len);
 }
 
 static void sim_txf_release(void *frame, void *ctx)
@@ -1018,7 +1097,7 @@ static void sim_arrive(struct sim *s, struct sim_pkt *p)
 	p->payload = payload;
 	p->plen = h.len;
 	p->nrec = h.nrec;
-	if (gw_lane_rx_accept(&s->rx, &h, p) == GW_RX_STORED)
+	if (gw_lane_rx_accept_on(&s->rx, &h, p, p->member) == GW_RX_STORED)
 		s->rx_live++;
 	else
 		free(p);
@@ -1063,6 +1142,8 @@ static void sim_run(const struct sim_scenario *sc, uint64_t seed)
 					      SIM_RTO_MIN_NS, SIM_RTO_MAX_NS, sim_txf_release, &s),
 			      0);
 	CU_ASSERT_EQUAL_FATAL(gw_lane_rx_init(&s.rx, sc->rx_win, sim_pkt_release, &s), 0);
+	if (sc->parallel)
+		CU_ASSERT_EQUAL_FATAL(gw_lane_rx_track_copies(&s.rx), 0);
 	/* Odd seeds cross 2^32 half way through. */
 	if (seed % 2)
 		s.tx.una = s.tx.nxt = 0u - sc->nframes / 2;
@@ -1120,6 +1201,12 @@ static void sim_run(const struct sim_scenario *sc, uint64_t seed)
 	}
 	if (e & SIM_STALE)
 		CU_ASSERT(s.tx.bad_acks > 0);
+	if (e & SIM_NO_RETRANS)
+		CU_ASSERT_EQUAL(s.tx.retrans + s.rx.dups, 0);
+	if (e & SIM_EVERY_COPY)
+		CU_ASSERT_EQUAL(s.rx.redundant, s.tx.frames);
+	if (sc->cut_len_ns)
+		CU_ASSERT(s.cut > 0);
 	/* CU_ASSERT is a block: braces keep the else attached. */
 	if (e & SIM_BEYOND) {
 		CU_ASSERT(s.rx.out_of_window > 0);
@@ -1127,12 +1214,13 @@ static void sim_run(const struct sim_scenario *sc, uint64_t seed)
 		CU_ASSERT_EQUAL(s.rx.out_of_window, 0);
 	}
 
-	printf("\n    seed %llu: %u frames %u records, %.1f ms; lost %u dup %u delayed %u "
-	       "corrupt %u (crc %u); retrans %llu bad_acks %llu rx dups %llu beyond %llu",
-	       (unsigned long long)seed, s.frames_got, s.records_got, s.now / 1e6, s.lost,
+	printf("\n    seed %llu: %u frames %u records, %.1f ms; lost %u cut %u dup %u delayed %u "
+	       "corrupt %u (crc %u); retrans %llu bad_acks %llu rx dups %llu redundant %llu "
+	       "beyond %llu",
+	       (unsigned long long)seed, s.frames_got, s.records_got, s.now / 1e6, s.lost, s.cut,
 	       s.duped, s.delayed, s.corrupted, s.crc_rejects, (unsigned long long)s.tx.retrans,
 	       (unsigned long long)s.tx.bad_acks, (unsigned long long)s.rx.dups,
-	       (unsigned long long)s.rx.out_of_window);
+	       (unsigned long long)s.rx.redundant, (unsigned long long)s.rx.out_of_window);
 
 	gw_lane_tx_fini(&s.tx);
 	gw_lane_rx_fini(&s.rx);
@@ -1180,6 +1268,15 @@ SIM_CASE(test_sim_small_rx_win, 64, 16, 3000, LOSSY(10000), LOSSY(10000),
 	 .expect = SIM_RETRANS | SIM_BEYOND)
 SIM_CASE(test_sim_slow_dest, 256, 256, 3000, LOSSY(10000), LOSSY(10000), .dest_ns = 1000,
 	 .expect = SIM_RETRANS)
+/* A parallel port: the far end keeps the first copy; losing one member's
+ * frames, all of them for a while or a fifth of them, costs nothing. */
+SIM_CASE(test_sim_parallel, 64, 64, 3000, .parallel = true, .expect = SIM_NO_RETRANS | SIM_EVERY_COPY)
+SIM_CASE(test_sim_parallel_cut, 64, 64, 3000, .parallel = true, .cut_ns = 100000,
+	 .cut_len_ns = 300000, .expect = SIM_NO_RETRANS)
+SIM_CASE(test_sim_parallel_lossy, 64, 64, 3000, .parallel = true, .data2 = LOSSY(200000),
+	 .expect = SIM_NO_RETRANS)
+SIM_CASE(test_sim_parallel_both, 64, 64, 3000, LOSSY(50000), .parallel = true,
+	 .data2 = { 50000, 50000, 100000, 20000 }, .expect = SIM_RETRANS)
 
 static const struct gw_test_case cases[] = {
 	{ "init rejects bad arguments", test_init_rejects },
@@ -1194,6 +1291,7 @@ static const struct gw_test_case cases[] = {
 	{ "tx abandon: peer lost, receiver skips", test_tx_abandon },
 	{ "rx duplicate suppression", test_rx_dup },
 	{ "rx beyond window", test_rx_beyond },
+	{ "rx copies on parallel members", test_rx_copies },
 	{ "rx ack bitmap", test_rx_ack_bitmap },
 	{ "rx epoch reset", test_rx_epoch_reset },
 	{ "rx base jump", test_rx_base_jump },
@@ -1211,6 +1309,10 @@ static const struct gw_test_case cases[] = {
 	{ "sim: window 256", test_sim_win256 },
 	{ "sim: rx window smaller than tx", test_sim_small_rx_win },
 	{ "sim: slow destination", test_sim_slow_dest },
+	{ "sim: parallel members", test_sim_parallel },
+	{ "sim: parallel, member 0 cut", test_sim_parallel_cut },
+	{ "sim: parallel, member 1 loses 20%", test_sim_parallel_lossy },
+	{ "sim: parallel, both lossy", test_sim_parallel_both },
 	{ NULL, NULL },
 };
 

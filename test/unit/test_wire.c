@@ -610,6 +610,12 @@ static void test_parse_corrupt_fields(void)
 		/* Outputs are left alone on failure. */
 		if (c[i].want)
 			CU_ASSERT_EQUAL(got.seq, 0xdeadbeef);
+		/* peek checks all of it but the CRC. */
+		struct gw_hdr peeked = {.seq = 0xdeadbeef};
+		int prc = gw_wire_peek(frame, n, B.port, &peeked);
+		CU_ASSERT_EQUAL(prc, c[i].want == GW_EWIRE_CRC ? 0 : c[i].want);
+		if (prc == 0)
+			CU_ASSERT_EQUAL(peeked.seq ^ h.seq, c[i].off == O_GW_SEQ ? c[i].xor : 0u);
 	}
 
 	/* Not our port. */

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Parallel redundancy ([port] kind = parallel): every frame goes out on both
+# members, the far end keeps the first copy. On the cable and on the veths,
+# both gateways parallel, each check a verified run (every message once, in
+# per-sender order):
+#   - member 0, then member 1, cut in a paced run and brought back: on the
+#     cable by the operator's command (gwctl member N down|up unplugs a
+#     cable end), on the veths from outside (ip link set down); copies are
+#     discarded as redundant, both members carried frames;
+#   - one member losing 20 % and reordering 10 % of what it brings in, the
+#     other clean ([fault] member = 1);
+#   - both members cut for longer than peer_timeout_ms, then one brought
+#     back: every message received or reported to its sender;
+#   - veths: a flood of garbage frames into one member during a run; one
+#     member that stays up but carries nothing (XDP drops all it gets):
+#     the "member silent" alarm in the log and telemetry, and its end.
+# (A peer restarted in parallel mode is in test_restart.sh; the config's
+# refusals in test_bad_input.sh.)
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+ROOT=$(gw_root)
+BIN=$ROOT/build/app
+GWCTL=$BIN/gwctl
+gw_workdir parallel
+gw_ns_up >/dev/null
+fail=0
+export GW_ARGS_A="--set port.kind=parallel" GW_ARGS_B="--set port.kind=parallel"
+
+port() { # NODE KEY: a field of /gridwire/port
+    "$GWCTL" -n "$1" raw /gridwire/port | python3 -c "import json, sys; print(json.load(sys.stdin)['$2'])"
+}
+lose() { # LINK N
+    if [[ $1 == veth ]]; then ip netns exec gwa ip link set "veth-a$2" down; else "$GWCTL" -n alpha member "$2" down >/dev/null; fi
+}
+restore() { # LINK N
+    if [[ $1 == veth ]]; then ip netns exec gwa ip link set "veth-a$2" up; else "$GWCTL" -n alpha member "$2" up >/dev/null; fi
+}
+# until NODE's member N has link STATE (1 up, 0 down), within 15 s
+wait_member() {
+    for _ in $(seq 75); do
+        [[ $(port "$1" "member$2_up") == "$3" ]] && return 0
+        sleep 0.2
+    done
+    return 1
+}
+step() { # description command...
+    local what=$1
+    shift
+    if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; fail=1; fi
+}
+verified() { # NAME PAIR-JSON PYTHON-CONDITION DESCRIPTION
+    python3 - "$@" <<'PY' || fail=1
+import json, sys
+name, js, cond, what = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
+bad = [w for w, c in (("messages lost", js["delivered"] != js["sent"]),
+                      ("duplicates", js["duplicates"]), ("order violations", js["order_violations"]),
+                      ("a sender failed", js["sender_failed"])) if c]
+if not eval(cond, {}, {"js": js}):
+    bad.append(f"expected {what}")
+print(f"FAIL: {name}: " + ", ".join(bad) if bad else
+      f"ok: {name}: all {js['sent']} once and in order; {js['redundant_at_beta']} copies discarded "
+      f"as redundant, {js['retrans']} retransmissions, longest wait of a writer {js['max_gap_ms']} ms, "
+      f"alpha's members sent {js['alpha_member_tx']}")
+sys.exit(1 if bad else 0)
+PY
+}
+
+# Both ends of the receiving side must have seen member N come back before
+# the other is cut, or the cut would take both.
+cuts() { # LINK
+    local link=$1 n
+    for n in 0 1; do
+        sleep 1.5
+        step "$link: member $n cut" lose "$link" "$n"
+        step "$link: beta sees member $n go" wait_member beta "$n" 0
+        sleep 1.5
+        step "$link: member $n back" restore "$link" "$n"
+        step "$link: beta sees member $n back" wait_member beta "$n" 1
+    done
+}
+
+for link in cable veth; do
+    export GW_LINK=$link
+    out=$work/cuts-$link.out
+    gw_pair_bg "$out" --procs 2 --writers 100 --msgs 10000 --rate 100000
+    cuts "$link"
+    wait "$GW_PID_PAIR" || true
+    verified "$link: cuts of each member" "$(tail -1 "$out")" \
+        'js["redundant_at_beta"] > 0 and min(js["alpha_member_tx"]) > 0' \
+        "copies discarded and frames on both members"
+
+    js=$(GW_ARGS_B="$GW_ARGS_B --set fault.member=1 --set fault.drop_ppm=200000 --set fault.reorder_ppm=100000" \
+        "$ROOT/scripts/pair.sh" --keep-ns --procs 2 --writers 100 --msgs 2000 --rate 100000 | tail -1)
+    verified "$link: member 1 loses 20 % and reorders 10 %" "$js" \
+        'js["faults"]["dropped"] > 0 and js["faults"]["delayed"] > 0' "faults on member 1"
+done
+
+# Both members cut past peer_timeout_ms, then one back (the cable): alpha
+# declares beta down and refuses its senders' messages, which they are told
+# of; member 1 back, the rest crosses on it alone.
+export GW_LINK=cable
+gw_gateways_up "$work"
+writers=50 msgs=20000
+gw_rx_start "$work" rx -e sink --expect $((writers * msgs)) --writers-max "$writers" -m "$msgs" \
+    --ledger "$work/received.bits" --idle-timeout 20
+pid_rx=$GW_PID_RX
+ip netns exec gwa "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock -n 2 -e sink -w "$writers" \
+    -m "$msgs" --rate 100000 --retry-unreachable --ledger "$work/rejected.bits" --linger-ms 3000 \
+    >"$work/tx.json" 2>"$work/tx.err" &
+pid_tx=$!
+gw_cleanup_push _gw_stop_pid "$pid_tx"
+sleep 2
+step "both members cut" lose cable 0
+lose cable 1
+sleep 2.5 # past peer_timeout_ms (1 s)
+step "member 1 back" restore cable 1
+wait "$pid_tx" || true
+wait "$pid_rx" || true
+step "alpha declared beta down, and up again" \
+    bash -c "grep -q 'peer 2 (beta) is down' '$work/alpha.log' && (( \$(grep -c 'peer 2 (beta) is up' '$work/alpha.log') >= 2 ))"
+restore cable 0
+gw_gateways_down
+python3 - "$work" "$writers" "$msgs" <<'PY' || fail=1
+import json, sys
+work, writers, msgs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+total = writers * msgs
+tx = json.load(open(f"{work}/tx.json"))
+rx = json.load(open(f"{work}/rx.json"))
+got = open(f"{work}/received.bits", "rb").read()
+rej = open(f"{work}/rejected.bits", "rb").read()
+missing = sum(bin(~(g | r) & 0xFF).count("1") for g, r in zip(got, rej)) - (len(got) * 8 - total)
+bad = []
+if missing: bad.append(f"{missing} messages neither received nor reported")
+# (a gap in a writer's sequence is a message reported to its sender)
+if rx["reordered"]: bad.append(f"{rx['reordered']} out of order")
+if not tx["rejected"]: bad.append("no sender was told of the cut")
+print(f"FAIL: both members cut: " + "; ".join(bad) if bad else
+      f"ok: both members cut, then one back: of {total}, {rx['delivered']} received and "
+      f"{tx['rejected']} reported to their senders, none lost silently, order kept")
+sys.exit(1 if bad else 0)
+PY
+
+# The veths: garbage on one member, then one member silent.
+export GW_LINK=veth
+out=$work/flood.out
+gw_pair_bg "$out" --procs 2 --writers 100 --msgs 5000 --rate 100000
+sent=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" 3000 veth-a0 | tail -1)
+wait "$GW_PID_PAIR" || true
+verified "veth: $sent garbage frames into member 0 during a run" "$(tail -1 "$out")" \
+    'js["refused_at_beta"]["bad_frames"] + js["refused_at_beta"]["bad_crc"] + js["refused_at_beta"]["not_ours"] + js["refused_at_beta"]["unknown_peer"] > 0' \
+    "the garbage refused"
+
+gw_gateways_up "$work"
+gw_netns drop veth-b0 1000 >/dev/null
+gw_cleanup_push gw_netns drop veth-b0 0
+silent() { # STATE: beta's member 0 silent (1) or not (0), within 10 s
+    for _ in $(seq 50); do
+        [[ $(port beta member0_silent) == "$1" ]] && return 0
+        sleep 0.2
+    done
+    return 1
+}
+step "veth: member 0 drops all it gets: beta says it is silent (telemetry)" silent 1
+step "... and in its log" grep -q "member veth-b0: silent" "$work/beta.log"
+step "... while its link is up" test "$(port beta member0_up)" = 1
+gw_netns drop veth-b0 0 >/dev/null
+step "veth: frames again: the alarm ends" silent 0
+step "... and the log says so" grep -q "member veth-b0: carries frames again" "$work/beta.log"
+gw_gateways_down
+exit $fail
