@@ -459,7 +459,9 @@ int gw_port_watch(struct gw_port *p)
 		if (!m->open)
 			continue;
 		if (rte_eth_stats_get(m->port_id, &st) == 0) {
-			m->quiet = st.ipackets != m->rx_packets ? 0 : m->quiet + (m->quiet < UINT32_MAX);
+			__atomic_store_n(&m->quiet,
+					 st.ipackets != m->rx_packets ? 0 : m->quiet + (m->quiet < UINT32_MAX),
+					 __ATOMIC_RELAXED);
 			__atomic_store_n(&m->rx_packets, st.ipackets, __ATOMIC_RELAXED);
 			__atomic_store_n(&m->tx_packets, st.opackets, __ATOMIC_RELAXED);
 			if (p->parallel) {
@@ -551,7 +553,7 @@ static int plug(struct gw_port *p, struct gw_member *m, char *why, size_t len)
 		}
 		__atomic_store_n(&p->links.port[m->index], m->port_id, __ATOMIC_RELAXED);
 		__atomic_store_n(&p->links.member_port[m->index], m->port_id, __ATOMIC_RELAXED);
-		m->quiet = 0;
+		__atomic_store_n(&m->quiet, 0, __ATOMIC_RELAXED);
 	} else if (rte_eth_bond_slave_add(p->port_id, m->port_id) < 0) {
 		/* (the bond configures and starts it like the others) */
 		member_close(m);

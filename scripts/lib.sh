@@ -240,6 +240,56 @@ gw_wait_ready() {
     gw_die "$what did not start in 30 s"
 }
 
+# gw_ledger_run WORK WRITERS MSGS RATE [gw-perf-rx-args...]: a run that
+# accounts for every message: WRITERS writers on alpha send MSGS each at
+# RATE msg/s to beta's endpoint sink, trying again while beta is down; the
+# receiver keeps what it got (WORK/received.bits), the sender what it was
+# told failed (WORK/rejected.bits); their JSON in WORK/rx.json and
+# WORK/tx.json. Returns once both run; sets GW_PID_RX and GW_PID_TX.
+gw_ledger_run() {
+    local work=$1 writers=$2 msgs=$3 rate=$4
+    shift 4
+    gw_rx_start "$work" rx -e sink --expect $((writers * msgs)) --writers-max "$writers" -m "$msgs" \
+        --ledger "$work/received.bits" --idle-timeout 20 "$@"
+    ip netns exec gwa "$_GW_LIB_ROOT/build/app/gw-perf" tx -s /run/gridwire/alpha.sock -n 2 -e sink \
+        -w "$writers" -m "$msgs" --rate "$rate" --retry-unreachable --ledger "$work/rejected.bits" \
+        --linger-ms 3000 >"$work/tx.json" 2>"$work/tx.err" &
+    GW_PID_TX=$!
+    gw_cleanup_push _gw_stop_pid "$GW_PID_TX"
+}
+
+# gw_ledger_count WORK TOTAL: "MISSING BOTH" from gw_ledger_run's ledgers:
+# messages neither received nor reported to their sender (lost in
+# silence), and those both (reported, yet received: in flight at a cut).
+gw_ledger_count() {
+    python3 - "$1" "$2" <<'PY'
+import sys
+work, total = sys.argv[1], int(sys.argv[2])
+got = open(f"{work}/received.bits", "rb").read()
+rej = open(f"{work}/rejected.bits", "rb").read()
+missing = sum(bin(~(g | r) & 0xFF).count("1") for g, r in zip(got, rej)) - (len(got) * 8 - total)
+print(missing, sum(bin(g & r).count("1") for g, r in zip(got, rej)))
+PY
+}
+
+# gw_member LINK N down|up: alpha's member N lost or back: on the veths
+# from outside (ip link: both kernels see the carrier go), on the cable,
+# which has no kernel interface, by the operator's command (gwctl member:
+# alpha's end unplugged, beta's end sees its connection go).
+gw_member() {
+    if [[ $1 == veth ]]; then
+        ip netns exec gwa ip link set "veth-a$2" "$3"
+    else
+        "$_GW_LIB_ROOT/app/gwctl/gwctl" -n alpha member "$2" "$3" >/dev/null
+    fi
+}
+
+# gw_port_field NODE KEY: a field of the gateway's /gridwire/port.
+gw_port_field() {
+    "$_GW_LIB_ROOT/app/gwctl/gwctl" -n "$1" raw /gridwire/port |
+        python3 -c "import json, sys; print(json.load(sys.stdin)['$2'])"
+}
+
 # gw_pair_bg OUT pair.sh-args...: a verified run (scripts/pair.sh, on the
 # namespaces already up) in the background, returning once its senders
 # have started. Output in OUT; sets GW_PID_PAIR.

@@ -259,9 +259,9 @@ static void rx_faulty(struct gw_port_rx *prx, struct rte_mbuf *m)
 	struct rte_mbuf *copy;
 	uint8_t mask;
 	size_t at;
+	int member = __atomic_load_n(&prx->fault_member, __ATOMIC_RELAXED);
 	if (!is_gridwire(prx, m) ||
-	    (prx->fault_member >= 0 &&
-	     gw_links_member(prx->node->links, m->port) != prx->fault_member)) {
+	    (member >= 0 && gw_links_member(prx->node->links, m->port) != member)) {
 		rx_frame(prx, m);
 		return;
 	}
@@ -313,8 +313,9 @@ bool gw_port_rx_step(struct gw_port_rx *prx, uint64_t now)
 			continue;
 		for (unsigned q = 0; q < prx->nqueues; q++) {
 			uint16_t n = rte_eth_rx_burst(l->port[k], prx->queues[q], rx, GW_RX_BURST);
+			bool faults = __atomic_load_n(&prx->fault_on, __ATOMIC_ACQUIRE);
 			for (uint16_t i = 0; i < n; i++) {
-				if (prx->fault_on)
+				if (faults)
 					rx_faulty(prx, rx[i]);
 				else
 					rx_frame(prx, rx[i]);
@@ -325,4 +326,15 @@ bool gw_port_rx_step(struct gw_port_rx *prx, uint64_t now)
 	for (struct rte_mbuf *m; prx->fault_on && (m = gw_fault_release(&prx->fault, now));)
 		rx_frame(prx, m);
 	return work;
+}
+
+void gw_port_rx_set_drop(struct gw_port_rx *prx, int member, uint32_t drop_ppm)
+{
+	struct gw_fault_conf c = prx->fault.conf;
+	c.drop_ppm = drop_ppm;
+	__atomic_store_n(&prx->fault.conf.drop_ppm, drop_ppm, __ATOMIC_RELAXED);
+	__atomic_store_n(&prx->fault_member, member, __ATOMIC_RELAXED);
+	/* Once on, the stage stays on: frames it holds back must come out. */
+	if (gw_fault_enabled(&c))
+		__atomic_store_n(&prx->fault_on, true, __ATOMIC_RELEASE);
 }

@@ -60,5 +60,9 @@ void gw_port_rx_fini(struct gw_port_rx *prx);
 /* A ring for the [auth] frames of this port RX's slots arriving at lcore `from`. */
 struct rte_ring *gw_port_rx_add_auth_in(struct gw_port_rx *prx, unsigned from);
 bool gw_port_rx_step(struct gw_port_rx *prx, uint64_t now);
+/* [fault] drop rate and member (-1: every member's frames) changed at run
+ * time, from another thread: a drill of a network that loses what it
+ * carries while its links stay up. */
+void gw_port_rx_set_drop(struct gw_port_rx *prx, int member, uint32_t drop_ppm);
 
 #endif

@@ -16,6 +16,9 @@
  *   /gridwire/lcore,I          one entry: its lcore, roles, queues, counters
  *   /gridwire/member,I,down|up an operator takes port member I down or
  *                              brings it back (done by the main lcore)
+ *   /gridwire/fault,I|all,PPM  a drill: the [fault] stage drops PPM parts per
+ *                              million of what member I (or every member)
+ *                              brings in, while its link stays up
  *
  * The callbacks run on the telemetry thread while the lcores work: they
  * only read counters and fields in gateway memory, never a client's shared
@@ -310,6 +313,28 @@ static int cmd_member(const char *cmd, const char *params, struct rte_tel_data *
 	return 0;
 }
 
+/* "I,PPM" or "all,PPM": each port RX's [fault] drop rate, for a drill. */
+static int cmd_fault(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	char who[8], *end;
+	unsigned ppm;
+	if (!params || sscanf(params, "%7[^,],%u", who, &ppm) != 2 || ppm > 1000000)
+		return -EINVAL;
+	int member = -1;
+	if (strcmp(who, "all")) {
+		unsigned long m = strtoul(who, &end, 10);
+		if (end == who || *end || m >= gw->port.nmembers)
+			return -EINVAL;
+		member = (int)m;
+	}
+	for (unsigned r = 0; r < gw->layout.receivers; r++)
+		gw_port_rx_set_drop(&gw->prx[r], member, ppm);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "member", who);
+	rte_tel_data_add_dict_u64(d, "drop_ppm", ppm);
+	return 0;
+}
+
 int gw_stats_register(struct gw_gateway *g)
 {
 	static const struct {
@@ -329,6 +354,8 @@ int gw_stats_register(struct gw_gateway *g)
 		{ "/gridwire/lcore", cmd_lcore, "One lcore: roles, queues, counters. Parameter: index" },
 		{ "/gridwire/member", cmd_member,
 		  "Take a port member down or bring it back. Parameters: index,down|up" },
+		{ "/gridwire/fault", cmd_fault,
+		  "A drill: drop PPM of what a member brings in. Parameters: index|all,ppm" },
 	};
 	gw = g;
 	for (unsigned i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {

@@ -17,6 +17,9 @@
 #   - B's gateway SIGKILLed in a run: systemd restarts it, its NICs still
 #     bound; nothing lost silently (each message received or reported);
 #   - systemctl stop flushes what B was sending; journalctl -u shows it;
+#   - both gateways parallel ([port] kind = parallel): every frame on both
+#     wires, wire 0 cut in a run, nothing lost, B discards the copies; A's
+#     end of wire 0 alone cut: B reports its member 0 silent, then back;
 #   - bad input, one line and exit 2 each, nothing bound by half: the
 #     guest's own NIC, no such PCI device, no hugepages, and (A booted
 #     again without its IOMMU) no IOMMU.
@@ -241,6 +244,34 @@ PY
 out=$(in_b "journalctl -q -o cat -u gridwired@host-b" 2>&1)
 grep -q "listening on" <<<"$out" && grep -Eq "Stopped|Deactivated" <<<"$out" &&
     ok "journalctl -u gridwired@host-b shows its log ($(wc -l <<<"$out") lines)" || bad "journalctl: $(tail -3 <<<"$out")"
+
+gw_log "parallel: every frame on both wires; wire 0 cut in a run"
+in_a "pkill -INT -x gridwired; sleep 3"
+in_b "sed -i 's/^kind = bond/kind = parallel/' /etc/gridwire/host-b.ini && systemctl start gridwired@host-b"
+in_a "setsid build/app/gridwired -c config/host-a.ini --set port.kind=parallel --stats-file /gw/a.json \
+    >/gw/par.log 2>&1 </dev/null &"
+wait_log "A sees B, both parallel" A "cat /gw/par.log" "peer 2 \(host-b\) is up" &&
+    ok "both gateways parallel ($(in_a "grep -o 'port: parallel[^)]*)' /gw/par.log"))"
+run_start par
+sleep 4
+"$H" link both 0 off
+sleep 4
+"$H" link both 0 on
+run_check par "parallel: a run across wire 0's cut"
+out=$(in_b "gwctl -n host-b raw /gridwire/stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["redundant_frames"], s["dup_frames"])')
+read -r red dup <<<"$out"
+((red > 0)) && ok "B kept the first copy of each frame: $red copies discarded as redundant, $dup duplicates" ||
+    bad "B discarded no copy as redundant ($out)"
+# A's end of wire 0 alone: B's PMD sees nothing, its member 0 stays up but
+# carries nothing while member 1 does.
+seen() { in_b "$log_b" | grep -c "member pci:0000:00:04.0: $1" || true; }
+n_silent=$(seen silent) n_again=$(seen "carries frames again")
+"$H" link A 0 off
+wait_log "B says its member 0 is silent" B "$log_b" "member pci:0000:00:04.0: silent" $((n_silent + 1)) &&
+    ok "A's NIC 0 alone cut: B's member 0, link up, is reported silent"
+"$H" link A 0 on
+wait_log "B's member 0 carries frames again" B "$log_b" "member pci:0000:00:04.0: carries frames again" \
+    $((n_again + 1)) && ok "... and carrying frames again once it is back"
 
 # --- more bad input, A's gateway stopped, NICs bound ---------------------
 in_a "pkill -INT -x gridwired; sleep 3"

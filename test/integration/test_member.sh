@@ -14,7 +14,6 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 ROOT=$(gw_root)
-GWCTL=$ROOT/app/gwctl/gwctl
 out=$(mktemp /tmp/gridwire-member.XXXXXX)
 gw_cleanup_push rm -f "$out"
 gw_ns_up >/dev/null
@@ -22,7 +21,7 @@ fail=0
 
 # tx N: packets alpha's member N has sent (its gateway counts them).
 tx() {
-    "$GWCTL" -n alpha raw /gridwire/port | python3 -c "import json, sys; print(json.load(sys.stdin)['member$1_tx_packets'])"
+    gw_port_field alpha "member$1_tx_packets"
 }
 # wait_moving N: true once member N sends 1,000 more frames, within 15 s.
 wait_moving() {
@@ -33,18 +32,6 @@ wait_moving() {
         sleep 0.2
     done
     return 1
-}
-step() { # description command...
-    local what=$1
-    shift
-    if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; fail=1; fi
-}
-# lose LINK N / restore LINK N: member N of alpha's bond.
-lose() {
-    if [[ $1 == veth ]]; then ip netns exec gwa ip link set "veth-a$2" down; else "$GWCTL" -n alpha member "$2" down; fi
-}
-restore() {
-    if [[ $1 == veth ]]; then ip netns exec gwa ip link set "veth-a$2" up; else "$GWCTL" -n alpha member "$2" up; fi
 }
 
 for link in cable veth; do
@@ -64,13 +51,13 @@ for link in cable veth; do
         fi
     done
     [[ -n $busy ]] || gw_die "$link: no traffic seen in 30 s"
-    step "$link: member $busy taken down" lose $link $busy
-    step "$link: member $busy lost, traffic moved to member $other" wait_moving $other
-    step "$link: member $busy brought back" restore $link $busy
+    gw_check "$link: member $busy taken down" gw_member $link $busy down
+    gw_check "$link: member $busy lost, traffic moved to member $other" wait_moving $other
+    gw_check "$link: member $busy brought back" gw_member $link $busy up
     sleep 6 # reconnected (the cable's client retries every second), then LACP (about 3 s)
-    step "$link: member $other taken down" lose $link $other
-    step "$link: member $other lost, traffic came back to member $busy, which rejoined" wait_moving $busy
-    step "$link: member $other brought back" restore $link $other
+    gw_check "$link: member $other taken down" gw_member $link $other down
+    gw_check "$link: member $other lost, traffic came back to member $busy, which rejoined" wait_moving $busy
+    gw_check "$link: member $other brought back" gw_member $link $other up
     wait "$pair" || true
     tail -4 "$out"
     python3 - "$(tail -1 "$out")" "$link" <<'PY' || fail=1

@@ -24,14 +24,8 @@ run() { # LINK [WORKERS RECEIVERS]
     gw_gateways_up "$work"
 
     writers=100 msgs=20000
-    gw_rx_start "$work" rx -e sink --expect $((writers * msgs)) --writers-max "$writers" -m "$msgs" \
-        --ledger "$work/received.bits" --reconnect --idle-timeout 20
-    pid_rx=$GW_PID_RX
-    ip netns exec gwa "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock -n 2 -e sink -w "$writers" \
-        -m "$msgs" --rate 200000 --retry-unreachable --ledger "$work/rejected.bits" --linger-ms 3000 \
-        >"$work/tx.json" 2>"$work/tx.err" &
-    pid_tx=$!
-    gw_cleanup_push _gw_stop_pid "$pid_tx"
+    gw_ledger_run "$work" "$writers" "$msgs" 200000 --reconnect
+    pid_rx=$GW_PID_RX pid_tx=$GW_PID_TX
 
     sleep 3
     gw_log "killing beta"
@@ -64,17 +58,11 @@ run() { # LINK [WORKERS RECEIVERS]
     wait "$GW_PID_RX" || true
     gw_gateways_down
 
-    python3 - "$work" "$writers" "$msgs" "$1" <<'PY' || fail=1
+    python3 - "$work" $((writers * msgs)) "$1${GW_ARGS_A:+, $GW_ARGS_A}" $(gw_ledger_count "$work" $((writers * msgs))) <<'PY' || fail=1
 import json, sys
-work, writers, msgs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-total = writers * msgs
+work, total, missing, both = sys.argv[1], int(sys.argv[2]), int(sys.argv[4]), int(sys.argv[5])
 tx = json.load(open(f"{work}/tx.json"))
 rx = json.load(open(f"{work}/rx.json"))
-got = open(f"{work}/received.bits", "rb").read()
-rej = open(f"{work}/rejected.bits", "rb").read()
-missing = sum(bin(~(g | r) & 0xFF).count("1") for g, r in zip(got, rej))
-missing -= len(got) * 8 - total  # padding bits
-both = sum(bin(g & r).count("1") for g, r in zip(got, rej))
 print(f"sender: {tx}")
 print(f"receiver: {rx}")
 print(f"of {total}: received {rx['delivered']}, reported {tx['rejected']}, neither {missing}, "
@@ -87,7 +75,7 @@ if rx["malformed"]: bad.append("malformed messages")
 rx2 = json.load(open(f"{work}/rx2.json"))
 if rx2["delivered"] != 100000 or rx2["duplicates"] or rx2["order_violations"]:
     bad.append(f"after alpha's restart: {rx2}")
-print(f"FAIL: {sys.argv[4]}: " + "; ".join(bad) if bad else f"ok: {sys.argv[4]}: nothing lost silently across the restart, order kept")
+print(f"FAIL: {sys.argv[3]}: " + "; ".join(bad) if bad else f"ok: {sys.argv[3]}: nothing lost silently across the restart, order kept")
 sys.exit(1 if bad else 0)
 PY
 }
