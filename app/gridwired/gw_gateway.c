@@ -286,8 +286,6 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg, char *err
 	}
 	if ((rc = gw_control_open(&g->ctl, err, errlen)) < 0)
 		return rc;
-	if ((rc = gw_stats_register(g)) < 0)
-		GW_LOG(WARNING, "telemetry commands not registered: %s", strerror(-rc));
 	prctl(PR_SET_TIMERSLACK, 1000UL); /* make short sleeps short */
 	GW_LOG(INFO, "lcore layout: %u worker(s), %u receiver(s), %u queue pair(s)",
 	       g->layout.workers, g->layout.receivers, g->layout.n);

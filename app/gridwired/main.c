@@ -243,6 +243,9 @@ int main(int argc, char **argv)
 		rte_eal_cleanup();
 		return 2;
 	}
+	/* Telemetry reads the gateway; the gateway knows nothing of it. */
+	if ((rc = gw_stats_register(&g)) < 0)
+		GW_LOG(WARNING, "telemetry commands not registered: %s", strerror(-rc));
 	gw_gateway_run(&g, &stop, 2000);
 
 	char js[4096];
