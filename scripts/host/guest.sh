@@ -35,7 +35,17 @@ mounts() {
     mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
     mount -t tmpfs tmpfs /dev/shm
     mount -t tmpfs -o mode=0755 tmpfs /run
+    # A tree under /tmp (a clone made there) stays in sight under the
+    # guest's own /tmp.
+    if [[ $ROOT == /tmp/* ]]; then
+        mkdir -p /.gw-tree
+        mount --bind "$ROOT" /.gw-tree
+    fi
     mount -t tmpfs tmpfs /tmp
+    if [[ $ROOT == /tmp/* ]]; then
+        mkdir -p "$ROOT"
+        mount --bind /.gw-tree "$ROOT"
+    fi
 }
 
 setup() {

@@ -68,7 +68,8 @@ cuts() { # LINK
 for link in cable veth; do
     export GW_LINK=$link
     out=$work/cuts-$link.out
-    gw_pair_bg "$out" --procs 2 --writers 100 --msgs 10000 --rate 100000
+    # 20 s of traffic: the four cuts take about 8 (more on a busy machine)
+    gw_pair_bg "$out" --procs 2 --writers 100 --msgs 20000 --rate 100000
     cuts "$link"
     wait "$GW_PID_PAIR" || true
     verified "$link: cuts of each member" "$(tail -1 "$out")" \
