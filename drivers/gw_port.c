@@ -414,14 +414,19 @@ void gw_port_stats(const struct gw_port *p, struct rte_eth_stats *st)
  * network is cut beyond its own link (or whose far end is); said once
  * each way. With every member quiet there is nobody to hear: the peers
  * role says so. */
+#define GW_SILENT_WATCHES 3  /* heartbeats with nothing in */
+#define GW_SILENT_GRACE 30   /* heartbeats a member that never carried anything may take */
 static void watch_silence(struct gw_port *p)
 {
 	unsigned heard = 0;
 	for (unsigned i = 0; i < p->nmembers; i++)
-		heard += p->members[i].open && p->members[i].quiet < 3;
+		heard += p->members[i].open && p->members[i].quiet < GW_SILENT_WATCHES;
 	for (unsigned i = 0; i < p->nmembers; i++) {
 		struct gw_member *m = &p->members[i];
-		bool silent = m->open && m->up && m->quiet >= 3 && heard > 0;
+		/* A member just up (the far end's cable end may come up a second
+		 * after ours) is given time to carry its first frame. */
+		bool silent = m->open && m->up && m->quiet >= GW_SILENT_WATCHES && heard > 0 &&
+			      (m->carried || m->up_watches >= GW_SILENT_GRACE);
 		if (silent == m->silent)
 			continue;
 		__atomic_store_n(&m->silent, silent, __ATOMIC_RELAXED);
@@ -459,9 +464,11 @@ int gw_port_watch(struct gw_port *p)
 		if (!m->open)
 			continue;
 		if (rte_eth_stats_get(m->port_id, &st) == 0) {
-			__atomic_store_n(&m->quiet,
-					 st.ipackets != m->rx_packets ? 0 : m->quiet + (m->quiet < UINT32_MAX),
+			bool got = st.ipackets != m->rx_packets;
+			__atomic_store_n(&m->quiet, got ? 0 : m->quiet + (m->quiet < UINT32_MAX),
 					 __ATOMIC_RELAXED);
+			m->carried |= got && m->up;
+			m->up_watches += m->up && m->up_watches < UINT32_MAX;
 			__atomic_store_n(&m->rx_packets, st.ipackets, __ATOMIC_RELAXED);
 			__atomic_store_n(&m->tx_packets, st.opackets, __ATOMIC_RELAXED);
 			if (p->parallel) {
@@ -491,6 +498,8 @@ int gw_port_watch(struct gw_port *p)
 				GW_PORT_LOG(WARNING, "member %s: %s", m->spec, why);
 		}
 		__atomic_store_n(&m->up, (bool)up, __ATOMIC_RELAXED);
+		m->up_watches = 0;
+		m->carried = false;
 		changed++;
 		link_changed(p, m, up);
 	}
@@ -554,6 +563,8 @@ static int plug(struct gw_port *p, struct gw_member *m, char *why, size_t len)
 		__atomic_store_n(&p->links.port[m->index], m->port_id, __ATOMIC_RELAXED);
 		__atomic_store_n(&p->links.member_port[m->index], m->port_id, __ATOMIC_RELAXED);
 		__atomic_store_n(&m->quiet, 0, __ATOMIC_RELAXED);
+		m->up_watches = 0;
+		m->carried = false;
 	} else if (rte_eth_bond_slave_add(p->port_id, m->port_id) < 0) {
 		/* (the bond configures and starts it like the others) */
 		member_close(m);

@@ -44,6 +44,8 @@ struct gw_member {
 	bool up;          /* link as last seen */
 	uint64_t rx_packets, tx_packets; /* as last seen (gw_port_watch) */
 	unsigned quiet;   /* watches in a row that saw it receive nothing */
+	unsigned up_watches; /* watches since its link came up (or it opened) */
+	bool carried;     /* it has received something since then */
 	bool in_service;  /* frames go out on it: up, and in bond mode 4 distributing (LACP) */
 	bool silent;      /* parallel: up, quiet for 3 heartbeats while another member is not */
 };
