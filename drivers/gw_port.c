@@ -563,8 +563,6 @@ static int plug(struct gw_port *p, struct gw_member *m, char *why, size_t len)
 		__atomic_store_n(&p->links.port[m->index], m->port_id, __ATOMIC_RELAXED);
 		__atomic_store_n(&p->links.member_port[m->index], m->port_id, __ATOMIC_RELAXED);
 		__atomic_store_n(&m->quiet, 0, __ATOMIC_RELAXED);
-		m->up_watches = 0;
-		m->carried = false;
 	} else if (rte_eth_bond_slave_add(p->port_id, m->port_id) < 0) {
 		/* (the bond configures and starts it like the others) */
 		member_close(m);

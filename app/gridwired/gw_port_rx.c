@@ -126,10 +126,10 @@ static bool redundant_copy(struct gw_port_rx *prx, const struct rte_mbuf *m)
 	    h.lane >= GW_LANES_MAX)
 		return false;
 	struct gw_peer *p = gw_peers_ready(prx->peers, h.src_node);
+	if (!p || __atomic_load_n(&p->rx_owner[h.lane], __ATOMIC_RELAXED) != prx->rv->id + 1)
+		return false;
 	int member = gw_links_member(prx->node->links, m->port);
-	return p && member >= 0 &&
-	       __atomic_load_n(&p->rx_owner[h.lane], __ATOMIC_RELAXED) == prx->rv->id + 1 &&
-	       gw_lane_rx_redundant(&p->rx[h.lane], h.epoch, h.seq, (unsigned)member);
+	return member >= 0 && gw_lane_rx_redundant(&p->rx[h.lane], h.epoch, h.seq, (unsigned)member);
 }
 
 static void on_frame(struct gw_port_rx *prx, struct rte_mbuf *m)

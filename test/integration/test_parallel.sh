@@ -26,10 +26,10 @@ gw_ns_up >/dev/null
 fail=0
 export GW_ARGS_A="--set port.kind=parallel" GW_ARGS_B="--set port.kind=parallel"
 
-# until NODE's member N has link STATE (1 up, 0 down), within 15 s
-wait_member() {
+# until_port NODE KEY VALUE: until the gateway's /gridwire/port says so (15 s at most)
+until_port() {
     for _ in $(seq 75); do
-        [[ $(gw_port_field "$1" "member$2_up") == "$3" ]] && return 0
+        [[ $(gw_port_field "$1" "$2") == "$3" ]] && return 0
         sleep 0.2
     done
     return 1
@@ -58,10 +58,10 @@ cuts() { # LINK
     for n in 0 1; do
         sleep 1.5
         gw_check "$link: member $n cut" gw_member "$link" "$n" down
-        gw_check "$link: beta sees member $n go" wait_member beta "$n" 0
+        gw_check "$link: beta sees member $n go" until_port beta "member${n}_up" 0
         sleep 1.5
         gw_check "$link: member $n back" gw_member "$link" "$n" up
-        gw_check "$link: beta sees member $n back" wait_member beta "$n" 1
+        gw_check "$link: beta sees member $n back" until_port beta "member${n}_up" 1
     done
 }
 
@@ -140,18 +140,11 @@ verified "veth: $sent garbage frames into member 0 during a run" "$(tail -1 "$ou
 gw_gateways_up "$work"
 gw_netns drop veth-b0 1000 >/dev/null
 gw_cleanup_push gw_netns drop veth-b0 0
-silent() { # STATE: beta's member 0 silent (1) or not (0), within 10 s
-    for _ in $(seq 50); do
-        [[ $(gw_port_field beta member0_silent) == "$1" ]] && return 0
-        sleep 0.2
-    done
-    return 1
-}
-gw_check "veth: member 0 drops all it gets: beta says it is silent (telemetry)" silent 1
+gw_check "veth: member 0 drops all it gets: beta says it is silent (telemetry)" until_port beta member0_silent 1
 gw_check "... and in its log" grep -q "member veth-b0: silent" "$work/beta.log"
 gw_check "... while its link is up" test "$(gw_port_field beta member0_up)" = 1
 gw_netns drop veth-b0 0 >/dev/null
-gw_check "veth: frames again: the alarm ends" silent 0
+gw_check "veth: frames again: the alarm ends" until_port beta member0_silent 0
 gw_check "... and the log says so" grep -q "member veth-b0: carries frames again" "$work/beta.log"
 gw_gateways_down
 exit $fail
