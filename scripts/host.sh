@@ -14,7 +14,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT=$(gw_root)
 
 STATE=${GW_HOST_STATE:-/run/gridwire-host}
-QUEUES=${GW_HOST_QUEUES:-5}  # queue pairs per NIC: gridwired's main, 2 workers, 2 receivers
+QUEUES=${GW_HOST_QUEUES:-7}  # queue pairs per NIC: gridwired's main, 2 workers, 2 receivers, 2 urgent
 # rss=on is QEMU's own RSS in software (Debian's QEMU 7.2 cannot load its
 # eBPF RSS with libbpf 1.x): a queue whose packets it moves to a full queue
 # stalls for good, so under overload use rss=off, where the tap's flow hash

@@ -133,7 +133,8 @@ static int init_roles(struct gw_gateway *g, uint64_t auth_start)
 		lc->g = g;
 		lc->e = &l->e[i];
 		lc->qs_id = i;
-		gw_txq_init(&lc->txq, &g->node, &g->port.links, lc->e->txq, &lc->st, auth_start);
+		gw_txq_init(&lc->txq, &g->node, &g->port.links, lc->e->txq, lc->e->txq_urgent,
+			    &lc->st, auth_start);
 		if (lc->e->worker >= 0)
 			lc->w = &g->workers[lc->e->worker];
 		if (lc->e->receiver >= 0) {
@@ -266,7 +267,7 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg, char *err
 		}
 		g->node.auth_on = true;
 	}
-	rc = gw_port_open(&g->port, cfg, (uint16_t)g->layout.n, err, errlen);
+	rc = gw_port_open(&g->port, cfg, (uint16_t)g->layout.nqueues, err, errlen);
 	if (rc < 0)
 		return rc;
 	g->node.pool = g->port.pool;
@@ -363,7 +364,8 @@ void gw_gateway_run(struct gw_gateway *g, volatile bool *stop, unsigned flush_ms
 	for (unsigned i = 0; i < g->cfg->clients_max; i++) {
 		const struct gw_chan *c = &g->ctl.clients[i].chan;
 		if (g->ctl.clients[i].used && c->shm)
-			waiting += gw_chan_backlog(c);
+			for (unsigned k = 0; k < GW_CLASSES; k++)
+				waiting += gw_chan_backlog(c, k);
 	}
 	if (left || waiting)
 		GW_LOG(WARNING, "stopped with %" PRIu64 " frames or REJECTs undelivered and %" PRIu64
@@ -383,8 +385,10 @@ void gw_gateway_totals(const struct gw_gateway *g, struct gw_counters *s, uint64
 	for (unsigned i = 0; g->lc && i < g->layout.n; i++)
 		gw_counters_add(s, &g->lc[i].st);
 	for (unsigned i = 0; g->workers && i < g->layout.workers; i++) {
-		*frames += g->workers[i].batch.frames;
-		*full_stops += g->workers[i].batch.full_stops;
+		for (unsigned c = 0; c < GW_CLASSES; c++) {
+			*frames += g->workers[i].batch[c].frames;
+			*full_stops += g->workers[i].batch[c].full_stops;
+		}
 	}
 }
 

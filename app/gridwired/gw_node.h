@@ -23,6 +23,21 @@ extern int gw_logtype;
 	rte_log(RTE_LOG_##level, gw_logtype, "gridwired: " fmt "\n", ##__VA_ARGS__)
 
 #define GW_LANES_MAX (GW_CONFIG_MAX_WORKERS > 0 ? GW_CONFIG_MAX_WORKERS : 1)
+/* Lane state slots: worker w's bulk lane is slot w, its urgent lane (w |
+ * GW_LANE_URGENT on the wire) slot GW_LANES_MAX + w. */
+#define GW_LANE_SLOTS (2 * GW_LANES_MAX)
+static inline bool gw_lane_valid(uint16_t lane)
+{
+	return (lane & ~GW_LANE_URGENT) < GW_LANES_MAX;
+}
+static inline unsigned gw_lane_slot(uint16_t lane)
+{
+	return (lane & ~GW_LANE_URGENT) + (lane & GW_LANE_URGENT ? GW_LANES_MAX : 0);
+}
+static inline uint16_t gw_lane_of_slot(unsigned slot)
+{
+	return (uint16_t)(slot < GW_LANES_MAX ? slot : (slot - GW_LANES_MAX) | GW_LANE_URGENT);
+}
 #define GW_RECEIVERS_MAX (GW_CONFIG_MAX_RECEIVERS > 0 ? GW_CONFIG_MAX_RECEIVERS : 1)
 #define GW_LCORES_MAX (1 + GW_CONFIG_MAX_WORKERS + GW_CONFIG_MAX_RECEIVERS)
 
@@ -55,6 +70,7 @@ struct gw_counters {
 	uint64_t auth_forged, auth_replayed;
 	uint64_t abandoned_frames, reject_node_down;
 	uint64_t lane_handoffs, auth_handoffs, handoffs_lost;
+	uint64_t urgent_msgs_out, urgent_msgs_in, urgent_frames, urgent_retrans;
 };
 /* Summed field by field as an array of counters. */
 _Static_assert(sizeof(struct gw_counters) % sizeof(uint64_t) == 0, "counters are uint64_t only");

@@ -42,7 +42,7 @@ void gw_peers_fini(struct gw_peers *ps)
 {
 	unsigned known = ps->nknown;
 	for (unsigned k = 0; ps->peer && k < known; k++)
-		for (unsigned l = 0; l < GW_LANES_MAX; l++) {
+		for (unsigned l = 0; l < GW_LANE_SLOTS; l++) {
 			gw_lane_tx_fini(&ps->peer[ps->known[k]].tx[l]);
 			gw_lane_rx_fini(&ps->peer[ps->known[k]].rx[l]);
 		}
@@ -71,7 +71,7 @@ static void set_up(struct gw_peers *ps, uint16_t node, struct gw_peer *p, bool u
 static int alloc_lanes(struct gw_peers *ps, uint16_t node, struct gw_peer *p)
 {
 	const struct gw_config *c = ps->node->cfg;
-	for (unsigned i = 0; i < GW_LANES_MAX; i++)
+	for (unsigned i = 0; i < GW_LANE_SLOTS; i++)
 		if (gw_lane_tx_init(&p->tx[i], c->window, ps->node->epoch, c->rto_min_us * 1000ull,
 				    c->rto_max_us * 1000ull, release_mbuf, NULL) < 0 ||
 		    gw_lane_rx_init(&p->rx[i], c->window, release_mbuf, NULL) < 0 ||

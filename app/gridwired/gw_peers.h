@@ -30,9 +30,10 @@ struct gw_peer {
 	char name[GW_NAME_MAX];
 	/* The receiver that owns each of its lanes to us, r + 1, set once by
 	 * the first receiver to get a frame of it (compare and swap). */
-	alignas(64) uint8_t rx_owner[GW_LANES_MAX];
-	struct gw_lane_tx tx[GW_LANES_MAX]; /* ours to it: lane i is worker i's */
-	struct gw_lane_rx rx[GW_LANES_MAX]; /* its lanes to us */
+	alignas(64) uint8_t rx_owner[GW_LANE_SLOTS];
+	/* ours to it, by slot (gw_lane_slot): worker i's bulk and urgent lanes */
+	struct gw_lane_tx tx[GW_LANE_SLOTS];
+	struct gw_lane_rx rx[GW_LANE_SLOTS]; /* its lanes to us */
 };
 
 /* A HELLO as a receiver read it. */

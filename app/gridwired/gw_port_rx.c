@@ -7,7 +7,11 @@
 
 #include "gw_port_rx.h"
 
-#define GW_RX_BURST 32
+/* Frames taken from a queue per pass. Small: a receiver delivers what it
+ * takes before it polls again, so this bounds how long an urgent frame on
+ * its own queue waits for bulk ones (8 jumbo frames, some 50 us of
+ * delivery here; 32 cost 4x that, and bought no throughput measured). */
+#define GW_RX_BURST 8
 #define GW_AUTHQ 1024 /* verified frames handed over from one lcore; full: dropped, sent again */
 
 int gw_port_rx_init(struct gw_port_rx *prx, const struct gw_node *node, struct gw_receiver *rv,
@@ -94,8 +98,9 @@ static void on_data(struct gw_port_rx *prx, struct gw_peer *p, const struct gw_h
 	uint8_t mine = (uint8_t)(prx->rv->id + 1);
 	/* Read first: a locked compare and swap writes the line even when it
 	 * fails, and every receiver reads it for every frame. */
-	uint8_t owner = __atomic_load_n(&p->rx_owner[h->lane], __ATOMIC_RELAXED);
-	if (!owner && __atomic_compare_exchange_n(&p->rx_owner[h->lane], &owner, mine, false,
+	unsigned slot = gw_lane_slot(h->lane);
+	uint8_t owner = __atomic_load_n(&p->rx_owner[slot], __ATOMIC_RELAXED);
+	if (!owner && __atomic_compare_exchange_n(&p->rx_owner[slot], &owner, mine, false,
 						  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		owner = mine;
 	if (owner != mine) {
@@ -123,13 +128,14 @@ static bool redundant_copy(struct gw_port_rx *prx, const struct rte_mbuf *m)
 	if (gw_wire_peek(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, prx->node->self.port,
 			 &h) < 0 ||
 	    h.type != GW_FT_DATA || h.src_node == 0 || h.src_node >= GW_MAX_NODES ||
-	    h.lane >= GW_LANES_MAX)
+	    !gw_lane_valid(h.lane))
 		return false;
+	unsigned slot = gw_lane_slot(h.lane);
 	struct gw_peer *p = gw_peers_ready(prx->peers, h.src_node);
-	if (!p || __atomic_load_n(&p->rx_owner[h.lane], __ATOMIC_RELAXED) != prx->rv->id + 1)
+	if (!p || __atomic_load_n(&p->rx_owner[slot], __ATOMIC_RELAXED) != prx->rv->id + 1)
 		return false;
 	int member = gw_links_member(prx->node->links, m->port);
-	return member >= 0 && gw_lane_rx_redundant(&p->rx[h.lane], h.epoch, h.seq, (unsigned)member);
+	return member >= 0 && gw_lane_rx_redundant(&p->rx[slot], h.epoch, h.seq, (unsigned)member);
 }
 
 static void on_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
@@ -148,7 +154,7 @@ static void on_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
 	int rc = m->nb_segs != 1 ? GW_EWIRE_SHORT
 				 : gw_wire_parse(rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
 						 prx->node->self.port, &h, &pl, &src);
-	if (rc == 0 && h.lane >= GW_LANES_MAX)
+	if (rc == 0 && !gw_lane_valid(h.lane))
 		rc = GW_EWIRE_VERSION; /* more lanes than any gateway has */
 	if (rc < 0) {
 		if (rc == GW_EWIRE_CRC)
@@ -176,9 +182,10 @@ static void on_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
 	if (h.type == GW_FT_ACK) {
 		struct gw_ack ack;
 		prx->st->ack_frames++;
-		if (h.lane >= prx->nworkers || gw_wire_ack_get(pl, h.len, &ack) < 0)
+		unsigned w = h.lane & ~GW_LANE_URGENT;
+		if (w >= prx->nworkers || gw_wire_ack_get(pl, h.len, &ack) < 0)
 			prx->st->bad_frames++;
-		else if (gw_worker_post_ack(&prx->workers[h.lane], h.src_node, &ack, prx->now) < 0)
+		else if (gw_worker_post_ack(&prx->workers[w], h.src_node, h.lane, &ack, prx->now) < 0)
 			prx->st->tx_stalls++; /* a later ACK says the same and more */
 		rte_pktmbuf_free(m);
 		return;

@@ -23,7 +23,7 @@
 #include "gw_port.h"
 #include "gw_receiver.h"
 
-#define GW_QUEUES_MAX GW_LCORES_MAX
+#define GW_QUEUES_MAX (GW_LCORES_MAX + GW_LANES_MAX) /* gw_layout: n + workers */
 
 /* A verified frame handed to the receiver owning its sender's slot. */
 struct gw_auth_handoff {

@@ -53,7 +53,7 @@ void gw_receiver_fini(struct gw_receiver *rv)
 void gw_receiver_accept(struct gw_receiver *rv, struct gw_peer *p, const struct gw_hdr *h,
 		      struct rte_mbuf *m)
 {
-	struct gw_lane_rx *rx = &p->rx[h->lane];
+	struct gw_lane_rx *rx = &p->rx[gw_lane_slot(h->lane)];
 	/* Which member brought it, where the lane tells copies apart. */
 	int member = rx->copies ? gw_links_member(rv->node->links, m->port) : 0;
 	switch (gw_lane_rx_accept_on(rx, h, m, member < 0 ? 0u : (unsigned)member)) {
@@ -145,8 +145,8 @@ static int reject_queue(struct gw_receiver *rv, uint16_t node, const struct gw_r
  * told), -ENOBUFS when the channel is full, -EBUSY when a REJECT is owed
  * but cannot be queued yet.
  */
-static int deliver_rec(struct gw_receiver *rv, uint16_t src, const struct gw_rec *r,
-		       struct gw_client **dst)
+static int deliver_rec(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
+		       const struct gw_rec *r, struct gw_client **dst)
 {
 	if (r->kind == GW_RK_REJECT) {
 		struct gw_chan_reject rj;
@@ -168,13 +168,16 @@ static int deliver_rec(struct gw_receiver *rv, uint16_t src, const struct gw_rec
 	if (!dest_open(rv, cl))
 		return -ENOBUFS;
 	struct gw_chan_desc d = {
-		.len = r->len, .node = src, .ep = r->dst_ep, .chan = r->src_chan, .kind = GW_RK_MSG,
+		.len = r->len, .node = src, .ep = r->dst_ep, .chan = r->src_chan,
+		.kind = GW_RK_MSG | urgent,
 	};
 	int rc = gw_chan_deliver(&cl->chan, rv->id, &d, r->data);
 	if (rc == -EMSGSIZE)
 		return reject_queue(rv, src, r, rc);
-	if (rc == 0)
+	if (rc == 0) {
 		rv->st->msgs_in++;
+		rv->st->urgent_msgs_in += urgent != 0;
+	}
 	return rc;
 }
 
@@ -198,11 +201,12 @@ static bool reject_wait(struct gw_receiver *rv, uint64_t *held_ns)
 
 /*
  * Deliver the records of frame m from node src, from *cursor on (a byte
- * offset into its payload; *held_ns since when a REJECT there waits).
+ * offset into its payload; *held_ns since when a REJECT there waits);
+ * urgent is GW_CHAN_KIND_URGENT for a frame of that class, else 0.
  * Returns true when the frame is done with, false when it is held there.
  */
-static bool deliver_frame(struct gw_receiver *rv, uint16_t src, struct rte_mbuf *m,
-			  uint32_t *cursor, uint64_t *held_ns, bool *work)
+static bool deliver_frame(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
+			  struct rte_mbuf *m, uint32_t *cursor, uint64_t *held_ns, bool *work)
 {
 	const uint8_t *pl = rte_pktmbuf_mtod(m, uint8_t *) + GW_FRAME_MIN;
 	size_t len = m->pkt_len - GW_FRAME_MIN, off = *cursor;
@@ -212,7 +216,7 @@ static bool deliver_frame(struct gw_receiver *rv, uint16_t src, struct rte_mbuf 
 	bool done = true;
 	while ((more = gw_wire_rec_next(pl, len, &off, &r)) == 1) {
 		struct gw_client *cl = NULL;
-		int rc = deliver_rec(rv, src, &r, &cl);
+		int rc = deliver_rec(rv, src, urgent, &r, &cl);
 		if (rc == -EBUSY && reject_wait(rv, held_ns)) {
 			done = false;
 			break;
@@ -253,28 +257,30 @@ static void ack_send(struct gw_receiver *rv, uint16_t node, struct gw_peer *p, u
 		return; /* still due: the next step tries again */
 	struct gw_ack ack;
 	gw_lane_rx_ack(&p->rx[l], &ack);
-	struct gw_hdr h = { .type = GW_FT_ACK, .dst_node = node, .lane = (uint16_t)l };
+	struct gw_hdr h = { .type = GW_FT_ACK, .dst_node = node, .lane = gw_lane_of_slot(l) };
 	h.len = (uint32_t)gw_wire_ack_put(rte_pktmbuf_mtod(a, uint8_t *) + GW_FRAME_MIN, &ack);
 	gw_txq_send(rv->txq, a, &p->addr, &h);
 }
 
-/* The lanes this receiver owns: deliver what is in order, ack it. */
-static bool deliver_lanes(struct gw_receiver *rv)
+/* The lanes of one class (slots from..to) this receiver owns: deliver what
+ * is in order, ack it. */
+static bool deliver_lanes(struct gw_receiver *rv, unsigned from, unsigned to)
 {
 	struct gw_peers *ps = rv->peers;
 	unsigned known = gw_peers_known(ps);
 	uint8_t mine = (uint8_t)(rv->id + 1);
 	bool work = false;
+	uint16_t urgent = from == GW_LANES_MAX ? GW_CHAN_KIND_URGENT : 0;
 	for (unsigned k = 0; k < known; k++) {
 		uint16_t node = ps->known[k];
 		struct gw_peer *p = &ps->peer[node];
-		for (unsigned l = 0; l < GW_LANES_MAX; l++) {
+		for (unsigned l = from; l < to; l++) {
 			if (__atomic_load_n(&p->rx_owner[l], __ATOMIC_RELAXED) != mine)
 				continue;
 			struct gw_lane_rx *rx = &p->rx[l];
 			struct rte_mbuf *m;
 			while ((m = gw_lane_rx_head(rx)) &&
-			       deliver_frame(rv, node, m, &rx->cursor, &rx->held_ns, &work)) {
+			       deliver_frame(rv, node, urgent, m, &rx->cursor, &rx->held_ns, &work)) {
 				rx->msgs += gw_wire_nrec(rte_pktmbuf_mtod(m, uint8_t *));
 				gw_lane_rx_pop(rx);
 			}
@@ -299,7 +305,11 @@ static bool deliver_loops(struct gw_receiver *rv)
 				l->cursor = 0;
 				l->held_ns = 0;
 			}
-			if (!deliver_frame(rv, self, l->head, &l->cursor, &l->held_ns, &work))
+			/* The worker marked the class of a frame for this node in
+			 * hash.usr: it has no header. */
+			uint16_t urgent = l->head->hash.usr ? GW_CHAN_KIND_URGENT : 0;
+			if (!deliver_frame(rv, self, urgent, l->head, &l->cursor, &l->held_ns,
+					   &work))
 				break;
 			rte_pktmbuf_free(l->head);
 			l->head = NULL;
@@ -325,7 +335,10 @@ bool gw_receiver_step(struct gw_receiver *rv, uint64_t now)
 {
 	rv->now = now;
 	bool work = take_handoffs(rv);
-	work |= deliver_lanes(rv);
+	/* Urgent lanes first: their records go ahead of bulk frames that
+	 * came in the same burst. */
+	work |= deliver_lanes(rv, GW_LANES_MAX, GW_LANE_SLOTS);
+	work |= deliver_lanes(rv, 0, GW_LANES_MAX);
 	work |= deliver_loops(rv);
 	return work;
 }

@@ -123,10 +123,10 @@ static int cmd_lanes(const char *cmd, const char *params, struct rte_tel_data *d
 	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
 	unsigned known = gw_peers_known(&gw->peers);
 	for (unsigned k = 0; k < known; k++)
-		for (unsigned l = 0; l < GW_LANES_MAX; l++)
+		for (unsigned l = 0; l < GW_LANE_SLOTS; l++)
 			if (lane_used(&gw->peers.peer[gw->peers.known[k]], l)) {
 				char id[16];
-				snprintf(id, sizeof(id), "%u:%u", gw->peers.known[k], l);
+				snprintf(id, sizeof(id), "%u:%u", gw->peers.known[k], gw_lane_of_slot(l));
 				rte_tel_data_add_array_string(d, id);
 			}
 	return 0;
@@ -134,16 +134,19 @@ static int cmd_lanes(const char *cmd, const char *params, struct rte_tel_data *d
 
 static int cmd_lane(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	unsigned node, l;
-	if (!params || sscanf(params, "%u:%u", &node, &l) != 2 || node >= GW_MAX_NODES ||
-	    l >= GW_LANES_MAX || !gw->peers.peer[node].lanes)
+	unsigned node, lane;
+	if (!params || sscanf(params, "%u:%u", &node, &lane) != 2 || node >= GW_MAX_NODES ||
+	    lane > UINT16_MAX || !gw_lane_valid((uint16_t)lane) || !gw->peers.peer[node].lanes)
 		return -EINVAL;
+	unsigned l = gw_lane_slot((uint16_t)lane), w = lane & ~GW_LANE_URGENT;
+	bool urgent = lane & GW_LANE_URGENT;
 	const struct gw_peer *p = &gw->peers.peer[node];
 	const struct gw_lane_tx *tx = &p->tx[l];
 	const struct gw_lane_rx *rx = &p->rx[l];
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "peer", node);
-	rte_tel_data_add_dict_u64(d, "lane", l);
+	rte_tel_data_add_dict_u64(d, "lane", lane);
+	rte_tel_data_add_dict_string(d, "class", urgent ? "urgent" : "bulk");
 	rte_tel_data_add_dict_u64(d, "tx_frames", tx->frames);
 	rte_tel_data_add_dict_u64(d, "tx_msgs", tx->msgs);
 	rte_tel_data_add_dict_u64(d, "tx_retrans", tx->retrans);
@@ -161,13 +164,13 @@ static int cmd_lane(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_int(d, "receiver", (int)__atomic_load_n(&p->rx_owner[l], __ATOMIC_RELAXED) - 1);
 	/* Messages per frame, for the frames this lane's worker built (to
 	 * every peer): 1, 2-3, 4-7, ... */
-	if (l < gw->layout.workers) {
+	if (w < gw->layout.workers) {
 		static const char *const names[GW_HIST_BUCKETS] = {
 			"frames_1_msg", "frames_2_3_msgs", "frames_4_7_msgs", "frames_8_15_msgs",
 			"frames_16_31_msgs", "frames_32_63_msgs", "frames_64_msgs_up",
 		};
 		for (unsigned b = 0; b < GW_HIST_BUCKETS; b++)
-			rte_tel_data_add_dict_u64(d, names[b], gw->workers[l].hist[b]);
+			rte_tel_data_add_dict_u64(d, names[b], gw->workers[w].hist[b]);
 	}
 	return 0;
 }
@@ -209,7 +212,8 @@ static int cmd_client(const char *cmd, const char *params, struct rte_tel_data *
 	rte_tel_data_add_dict_u64(d, "channel", id);
 	rte_tel_data_add_dict_u64(d, "worker", cl->worker);
 	rte_tel_data_add_dict_u64(d, "endpoints", eps);
-	rte_tel_data_add_dict_u64(d, "msgs_taken", cl->chan.msgs);
+	rte_tel_data_add_dict_u64(d, "msgs_taken", cl->chan.tx[GW_CLASS_BULK].msgs);
+	rte_tel_data_add_dict_u64(d, "urgent_msgs_taken", cl->chan.tx[GW_CLASS_URGENT].msgs);
 	/* The client's own count; it could lie, but only about itself. */
 	rte_tel_data_add_dict_u64(d, "tx_full", cl->tx_full);
 	rte_tel_data_add_dict_u64(d, "msgs_delivered", delivered);

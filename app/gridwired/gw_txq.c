@@ -9,118 +9,132 @@
 #define GW_BOND_POLL_NS (10 * 1000 * 1000ull) /* bond mode 4 wants tx every <100 ms */
 
 void gw_txq_init(struct gw_txq *q, const struct gw_node *node, const struct gw_links *links,
-		 uint16_t queue, struct gw_counters *st, uint64_t auth_start)
+		 uint16_t queue, uint16_t queue_urgent, struct gw_counters *st,
+		 uint64_t auth_start)
 {
 	memset(q, 0, sizeof(*q));
 	q->node = node;
 	q->links = links;
-	q->queue = queue;
+	q->queue[GW_CLASS_BULK] = queue;
+	q->queue[GW_CLASS_URGENT] = queue_urgent;
 	q->st = st;
 	gw_auth_tx_init(&q->auth, node->auth_key, (uint8_t)queue, auth_start);
 }
 
-/* The first n queued frames went out. */
-static void count(struct gw_txq *q, unsigned n)
+/* The first n frames of f went out. */
+static void count(struct gw_txq *q, const struct gw_txq_fifo *f, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
 		q->st->tx_frames++;
-		q->st->tx_bytes += q->m[i]->pkt_len;
+		q->st->tx_bytes += f->m[i]->pkt_len;
 	}
 }
 
-/* The first n queued frames are no longer ours. */
-static void drop_front(struct gw_txq *q, unsigned n)
+/* The first n frames of f are no longer ours. */
+static void drop_front(struct gw_txq_fifo *f, unsigned n)
 {
-	memmove(q->m, q->m + n, (q->n - n) * sizeof(q->m[0]));
-	q->n -= n;
+	memmove(f->m, f->m + n, (f->n - n) * sizeof(f->m[0]));
+	f->n -= n;
 }
 
 /* One link (the bond, a single member): the PMD takes the queue's reference. */
-static void flush_one(struct gw_txq *q)
+static void flush_one(struct gw_txq *q, unsigned cls)
 {
-	uint16_t n = rte_eth_tx_burst(q->links->port[0], q->queue, q->m, (uint16_t)q->n);
-	if (n < q->n)
+	struct gw_txq_fifo *f = &q->f[cls];
+	uint16_t n = rte_eth_tx_burst(q->links->port[0], q->queue[cls], f->m, (uint16_t)f->n);
+	if (n < f->n)
 		q->st->tx_stalls++;
-	count(q, n);
-	drop_front(q, n);
+	count(q, f, n);
+	drop_front(f, n);
 }
 
 /* Every live link gets a reference to each frame; the queue drops its own
  * once all of them have the frame. */
-static void flush_parallel(struct gw_txq *q)
+static void flush_parallel(struct gw_txq *q, unsigned cls)
 {
+	struct gw_txq_fifo *f = &q->f[cls];
 	const struct gw_links *l = q->links;
 	unsigned best = 0, live = 0; /* live: a bit per link, read once */
 	for (unsigned k = 0; k < l->n; k++) {
-		unsigned from = q->taken[k];
+		unsigned from = f->taken[k];
 		if (!gw_links_live(l, k)) {
-			q->taken[k] = (uint16_t)q->n; /* a dead link is owed nothing */
+			f->taken[k] = (uint16_t)f->n; /* a dead link is owed nothing */
 			continue;
 		}
 		live |= 1u << k;
-		if (from < q->n) {
-			for (unsigned i = from; i < q->n; i++)
-				rte_mbuf_refcnt_update(q->m[i], 1);
-			uint16_t t = rte_eth_tx_burst(l->port[k], q->queue, q->m + from,
-						      (uint16_t)(q->n - from));
-			for (unsigned i = from + t; i < q->n; i++)
-				rte_mbuf_refcnt_update(q->m[i], -1);
-			q->taken[k] = (uint16_t)(from + t);
-			if (q->taken[k] < q->n)
+		if (from < f->n) {
+			for (unsigned i = from; i < f->n; i++)
+				rte_mbuf_refcnt_update(f->m[i], 1);
+			uint16_t t = rte_eth_tx_burst(l->port[k], q->queue[cls], f->m + from,
+						      (uint16_t)(f->n - from));
+			for (unsigned i = from + t; i < f->n; i++)
+				rte_mbuf_refcnt_update(f->m[i], -1);
+			f->taken[k] = (uint16_t)(from + t);
+			if (f->taken[k] < f->n)
 				q->st->tx_stalls++;
 		}
-		best = RTE_MAX(best, (unsigned)q->taken[k]);
+		best = RTE_MAX(best, (unsigned)f->taken[k]);
 	}
-	unsigned done = q->n;
+	unsigned done = f->n;
 	for (unsigned k = 0; k < l->n; k++) {
-		if ((live & 1u << k) && best - q->taken[k] >= GW_TXQ_MAX / 2) {
-			q->st->tx_copies_dropped += best - q->taken[k];
-			q->taken[k] = (uint16_t)best;
+		if ((live & 1u << k) && best - f->taken[k] >= GW_TXQ_MAX / 2) {
+			q->st->tx_copies_dropped += best - f->taken[k];
+			f->taken[k] = (uint16_t)best;
 		}
-		done = RTE_MIN(done, (unsigned)q->taken[k]);
+		done = RTE_MIN(done, (unsigned)f->taken[k]);
 	}
 	if (live) {
-		count(q, done);
+		count(q, f, done);
 	} else { /* nothing to send on: lanes send DATA again, ACKs and HELLOs repeat */
 		q->st->tx_stalls++;
-		done = q->n;
+		done = f->n;
 	}
-	rte_pktmbuf_free_bulk(q->m, done);
+	rte_pktmbuf_free_bulk(f->m, done);
 	for (unsigned k = 0; k < l->n; k++)
-		q->taken[k] = (uint16_t)(q->taken[k] - done);
-	drop_front(q, done);
+		f->taken[k] = (uint16_t)(f->taken[k] - done);
+	drop_front(f, done);
 }
 
 void gw_txq_flush(struct gw_txq *q, uint64_t now)
 {
-	if (q->n == 0 && now - q->last_tx_ns < GW_BOND_POLL_NS)
+	if (q->f[GW_CLASS_URGENT].n == 0 && q->f[GW_CLASS_BULK].n == 0 &&
+	    now - q->last_tx_ns < GW_BOND_POLL_NS)
 		return;
 	q->last_tx_ns = now;
-	if (q->links->n == 1)
-		flush_one(q);
-	else
-		flush_parallel(q);
+	/* Urgent first, and bulk only once the NIC has taken every urgent frame. */
+	for (unsigned c = GW_CLASSES; c-- > 0;) {
+		if (q->links->n == 1)
+			flush_one(q, c);
+		else
+			flush_parallel(q, c);
+		if (q->f[c].n)
+			break;
+	}
 }
 
-void gw_txq_put(struct gw_txq *q, struct rte_mbuf *m)
+void gw_txq_put(struct gw_txq *q, struct rte_mbuf *m, unsigned cls)
 {
-	if (q->n == GW_TXQ_MAX)
+	struct gw_txq_fifo *f = &q->f[cls];
+	if (f->n == GW_TXQ_MAX)
 		gw_txq_flush(q, q->last_tx_ns);
-	if (q->n == GW_TXQ_MAX) {
+	if (f->n == GW_TXQ_MAX) {
 		/* The NIC refuses everything. A DATA frame is still held by its
 		 * lane and goes again; an ACK or HELLO is repeated anyway. */
 		q->st->tx_stalls++;
 		rte_pktmbuf_free(m);
 		return;
 	}
-	q->m[q->n++] = m;
+	f->m[f->n++] = m;
 }
 
 void gw_txq_fini(struct gw_txq *q)
 {
-	for (unsigned i = 0; i < q->n; i++)
-		rte_pktmbuf_free(q->m[i]);
-	q->n = 0;
+	for (unsigned c = 0; c < GW_CLASSES; c++) {
+		struct gw_txq_fifo *f = &q->f[c];
+		for (unsigned i = 0; i < f->n; i++)
+			rte_pktmbuf_free(f->m[i]);
+		f->n = 0;
+	}
 }
 
 struct rte_mbuf *gw_txq_alloc(struct gw_txq *q)
@@ -139,12 +153,13 @@ void gw_txq_send(struct gw_txq *q, struct rte_mbuf *m, const struct gw_addr *dst
 	h->epoch = node->epoch;
 	struct gw_addr src = node->self;
 	/* One UDP flow per lane: bond l34 hashing and RSS spread the lanes. */
-	src.port = (uint16_t)(node->self.port + h->lane);
+	src.port = (uint16_t)(node->self.port + gw_lane_slot(h->lane));
 	size_t len = gw_wire_seal(rte_pktmbuf_mtod(m, uint8_t *), &src, dst, h);
 	if (node->auth_on) /* payload_max left room for the trailer */
 		len = (size_t)gw_auth_seal(&q->auth, rte_pktmbuf_mtod(m, uint8_t *), len,
 					   rte_pktmbuf_tailroom(m) + m->data_len);
 	m->data_len = (uint16_t)len;
 	m->pkt_len = (uint32_t)len;
-	gw_txq_put(q, m);
+	gw_txq_put(q, m, h->type != GW_FT_HELLO && (h->lane & GW_LANE_URGENT) ? GW_CLASS_URGENT
+									     : GW_CLASS_BULK);
 }

@@ -19,7 +19,8 @@
 
 static int batch_open(void *ctx, uint16_t node, struct gw_batch_frame *f)
 {
-	struct gw_worker *w = ctx;
+	struct gw_worker_class *k = ctx;
+	struct gw_worker *w = k->w;
 	if (node == w->node->cfg->node_id) {
 		/* The worker holds at most one open frame per node, and is the
 		 * only producer on its loopback ring. */
@@ -30,7 +31,7 @@ static int batch_open(void *ctx, uint16_t node, struct gw_batch_frame *f)
 		if (!__atomic_load_n(&p->up, __ATOMIC_ACQUIRE) ||
 		    !__atomic_load_n(&p->lanes, __ATOMIC_ACQUIRE))
 			return -EHOSTUNREACH;
-		if (!gw_lane_tx_open(&p->tx[w->lane]) || w->txq->n >= GW_TXQ_MAX - 1)
+		if (!gw_lane_tx_open(&p->tx[k->slot]) || !gw_txq_room(w->txq, k->cls))
 			return -EAGAIN;
 	}
 	struct rte_mbuf *m = gw_txq_alloc(w->txq);
@@ -44,7 +45,8 @@ static int batch_open(void *ctx, uint16_t node, struct gw_batch_frame *f)
 
 static void batch_ship(void *ctx, struct gw_batch_frame *f)
 {
-	struct gw_worker *w = ctx;
+	struct gw_worker_class *k = ctx;
+	struct gw_worker *w = k->w;
 	struct rte_mbuf *m = f->handle;
 	if (f->nrec == 0) {
 		rte_pktmbuf_free(m);
@@ -54,6 +56,7 @@ static void batch_ship(void *ctx, struct gw_batch_frame *f)
 		/* Only the payload matters on the loopback: no headers, no CRC. */
 		m->data_len = (uint16_t)(GW_FRAME_MIN + f->used);
 		m->pkt_len = m->data_len;
+		m->hash.usr = k->cls; /* the receiver's only way to know */
 		rte_ring_sp_enqueue(w->loop, m); /* room was checked at open */
 		w->st->msgs_local += f->nrec;
 		return;
@@ -61,9 +64,9 @@ static void batch_ship(void *ctx, struct gw_batch_frame *f)
 	unsigned b = 31 - (unsigned)__builtin_clz(f->nrec); /* log2 bucket */
 	w->hist[b < GW_HIST_BUCKETS ? b : GW_HIST_BUCKETS - 1]++;
 	struct gw_peer *p = &w->peers->peer[f->node];
-	struct gw_lane_tx *tx = &p->tx[w->lane];
+	struct gw_lane_tx *tx = &p->tx[k->slot];
 	struct gw_hdr h = {
-		.type = GW_FT_DATA, .dst_node = f->node, .lane = w->lane, .nrec = f->nrec,
+		.type = GW_FT_DATA, .dst_node = f->node, .lane = k->lane, .nrec = f->nrec,
 		.seq = tx->nxt, .base = tx->una, .len = (uint32_t)f->used,
 	};
 	/* The lane keeps the frame for retransmission; the NIC frees its own
@@ -73,6 +76,10 @@ static void batch_ship(void *ctx, struct gw_batch_frame *f)
 	gw_lane_tx_push(tx, m, w->now);
 	tx->msgs += f->nrec;
 	w->st->msgs_out += f->nrec;
+	if (k->cls == GW_CLASS_URGENT) {
+		w->st->urgent_msgs_out += f->nrec;
+		w->st->urgent_frames++;
+	}
 }
 
 /* A REJECT record to rj->node (our own node: a local sender). */
@@ -83,7 +90,7 @@ static int reject_add(struct gw_worker *w, const struct gw_reject *rj)
 		.kind = GW_RK_REJECT, .len = sizeof(body), .dst_ep = rj->dst_ep,
 		.src_chan = rj->src_chan, .msg_id = rj->msg_id, .data = (const uint8_t *)&body,
 	};
-	int rc = gw_batch_add(&w->batch, rj->node, &r);
+	int rc = gw_batch_add(&w->batch[GW_CLASS_BULK], rj->node, &r);
 	if (rc == 0)
 		w->st->rejects_sent++;
 	return rc;
@@ -96,7 +103,7 @@ static int reject_add(struct gw_worker *w, const struct gw_reject *rj)
  */
 static int batch_reject(void *ctx, struct gw_chan *c, const struct gw_chan_msg *msg, int err)
 {
-	struct gw_worker *w = ctx;
+	struct gw_worker *w = ((struct gw_worker_class *)ctx)->w;
 	struct gw_reject rj = {
 		.node = w->node->cfg->node_id, .target = msg->node, .src_chan = (uint16_t)c->chan_id,
 		.dst_ep = msg->ep,
@@ -144,15 +151,18 @@ static bool abandon(struct gw_worker *w)
 	struct gw_peers *ps = w->peers;
 	unsigned known = gw_peers_known(ps);
 	bool work = false;
-	for (unsigned k = 0; k < known; k++) {
-		uint16_t node = ps->known[k];
+	for (unsigned i = 0; i < known * GW_CLASSES; i++) {
+		uint16_t node = ps->known[i / GW_CLASSES];
+		uint16_t slot = w->cls[i % GW_CLASSES].slot;
 		struct gw_peer *p = &ps->peer[node];
-		struct gw_lane_tx *tx = &p->tx[w->lane];
+		struct gw_lane_tx *tx = &p->tx[slot];
 		struct rte_mbuf *m;
 		while (!__atomic_load_n(&p->up, __ATOMIC_ACQUIRE) && (m = gw_lane_tx_oldest(tx))) {
-			/* The place is (node, seq), not the mbuf: one mbuf may come
-			 * back as another frame. */
-			if (w->abandon_node != node || w->abandon_seq != tx->una) {
+			/* The place is (lane, node, seq), not the mbuf: one mbuf
+			 * may come back as another frame. */
+			if (w->abandon_slot != slot || w->abandon_node != node ||
+			    w->abandon_seq != tx->una) {
+				w->abandon_slot = slot;
 				w->abandon_node = node;
 				w->abandon_seq = tx->una;
 				w->abandon_off = 0;
@@ -200,7 +210,7 @@ static void command(struct gw_worker *w, const struct gw_cmd *cmd)
 
 static void on_ack(struct gw_worker *w, const struct gw_ack_msg *a, uint64_t now)
 {
-	gw_lane_tx_ack(&w->peers->peer[a->node].tx[w->lane], &a->ack, now);
+	gw_lane_tx_ack(&w->peers->peer[a->node].tx[gw_lane_slot(a->lane)], &a->ack, now);
 }
 
 /* What the other lcores' proxies queued: commands, ACKs. */
@@ -223,13 +233,15 @@ static bool inbox(struct gw_worker *w)
 	return total > 0;
 }
 
+/* Frames whose time has come again, urgent lanes first. */
 static bool retransmit(struct gw_worker *w)
 {
 	struct gw_peers *ps = w->peers;
 	unsigned known = gw_peers_known(ps);
 	unsigned total = 0;
-	for (unsigned k = 0; k < known; k++) {
-		struct gw_lane_tx *tx = &ps->peer[ps->known[k]].tx[w->lane];
+	for (unsigned i = 0; i < known * GW_CLASSES; i++) {
+		const struct gw_worker_class *k = &w->cls[GW_CLASSES - 1 - i / known];
+		struct gw_lane_tx *tx = &ps->peer[ps->known[i % known]].tx[k->slot];
 		if (gw_lane_tx_inflight(tx) == 0)
 			continue;
 		void *due[GW_DUE_MAX];
@@ -244,9 +256,11 @@ static bool retransmit(struct gw_worker *w)
 			if (w->node->auth_on) /* a fresh counter, or it looks like a replay */
 				gw_auth_seal(&w->txq->auth, f, m->data_len, m->data_len);
 			rte_mbuf_refcnt_update(m, 1);
-			gw_txq_put(w->txq, m);
+			gw_txq_put(w->txq, m, k->cls);
 		}
 		total += n;
+		if (k->cls == GW_CLASS_URGENT)
+			w->st->urgent_retrans += n;
 	}
 	w->st->retrans += total;
 	return total > 0;
@@ -257,12 +271,14 @@ bool gw_worker_step(struct gw_worker *w, uint64_t now)
 	bool work, draining = __atomic_load_n(&w->node->draining, __ATOMIC_ACQUIRE);
 	w->now = now;
 	work = inbox(w);
+	if (!draining)
+		work |= gw_batch_pass(&w->batch[GW_CLASS_URGENT], w->chans, w->nchans) > 0;
 	rejects_flush(w);
 	work |= abandon(w);
 	if (!draining)
-		work |= gw_batch_pass(&w->batch, w->chans, w->nchans) > 0;
+		work |= gw_batch_pass(&w->batch[GW_CLASS_BULK], w->chans, w->nchans) > 0;
 	else
-		gw_batch_pass(&w->batch, NULL, 0); /* ships what rejects_flush added */
+		gw_batch_pass(&w->batch[GW_CLASS_BULK], NULL, 0); /* ships what rejects_flush added */
 	work |= retransmit(w);
 	return work;
 }
@@ -273,7 +289,8 @@ uint64_t gw_worker_pending(const struct gw_worker *w)
 	uint64_t n = 0;
 	unsigned known = gw_peers_known(ps);
 	for (unsigned k = 0; k < known; k++)
-		n += gw_lane_tx_inflight(&ps->peer[ps->known[k]].tx[w->lane]);
+		for (unsigned c = 0; c < GW_CLASSES; c++)
+			n += gw_lane_tx_inflight(&ps->peer[ps->known[k]].tx[w->cls[c].slot]);
 	for (unsigned i = 0; i < w->nin; i++) {
 		n += __atomic_load_n(&w->has_pending_rej[i], __ATOMIC_RELAXED);
 		if (w->in[i]->rejects)
@@ -295,7 +312,14 @@ int gw_worker_init(struct gw_worker *w, const struct gw_node *node, struct gw_pe
 	w->chans = rte_zmalloc("gw_wchans", sizeof(*w->chans) * node->cfg->clients_max, 64);
 	if (!w->chans)
 		return -ENOMEM;
-	gw_batch_init(&w->batch, &batch_ops, w, (uint16_t)node->cfg->batch_max, GW_QUANTUM);
+	for (unsigned c = 0; c < GW_CLASSES; c++) {
+		uint16_t l = (uint16_t)(lane | (c == GW_CLASS_URGENT ? GW_LANE_URGENT : 0));
+		w->cls[c] = (struct gw_worker_class){
+			.w = w, .cls = (uint8_t)c, .lane = l, .slot = (uint16_t)gw_lane_slot(l),
+		};
+		gw_batch_init(&w->batch[c], &batch_ops, &w->cls[c], c,
+			      (uint16_t)node->cfg->batch_max, GW_QUANTUM);
+	}
 	return 0;
 }
 
@@ -351,10 +375,10 @@ void gw_worker_proxy_fini(struct gw_worker_proxy *px)
 	memset(px, 0, sizeof(*px));
 }
 
-int gw_worker_post_ack(struct gw_worker_proxy *px, uint16_t node, const struct gw_ack *ack,
-		       uint64_t now)
+int gw_worker_post_ack(struct gw_worker_proxy *px, uint16_t node, uint16_t lane,
+		       const struct gw_ack *ack, uint64_t now)
 {
-	struct gw_ack_msg a = { .node = node, .ack = *ack };
+	struct gw_ack_msg a = { .node = node, .lane = lane, .ack = *ack };
 	if (px->direct) {
 		on_ack(px->direct, &a, now);
 		return 0;

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The worker role: drain this worker's client channels into frames on its
- * own lane to each peer, apply the ACKs for its lane, retransmit, give up
- * on peers that went down, and send the REJECTs it is handed. Frames to
+ * own lanes to each peer, apply the ACKs for its lanes, retransmit, give up
+ * on peers that went down, and send the REJECTs it is handed. It has a
+ * lane of each class to each peer: urgent messages are taken from the
+ * channels first, in frames of their own that leave in the same step and
+ * go ahead of bulk ones in the TX queue, and are retransmitted first. Frames to
  * this node itself go to a loopback ring that one receiver delivers, so
  * local delivery follows the same rules (order, hold, reject) as remote.
  *
@@ -39,7 +42,7 @@ struct gw_reject {
 /* An ACK for one of the worker's lanes. */
 struct gw_ack_msg {
 	uint16_t node;
-	uint16_t pad;
+	uint16_t lane; /* on the wire: the worker's bulk or urgent lane */
 	struct gw_ack ack;
 };
 
@@ -67,7 +70,15 @@ struct gw_worker_proxy {
 	struct rte_ring *cmds;    /* struct gw_cmd, unless direct */
 };
 
-/* One per lane, in an array: each starts a cache line of its own. */
+/* One class of a worker's traffic: its lane to each peer and its batcher's context. */
+struct gw_worker_class {
+	struct gw_worker *w;
+	uint8_t cls;   /* GW_CLASS_* */
+	uint16_t lane; /* on the wire */
+	uint16_t slot; /* in a peer's lane arrays */
+};
+
+/* One per worker, in an array: each starts a cache line of its own. */
 struct gw_worker {
 	alignas(64) const struct gw_node *node;
 	struct gw_peers *peers;
@@ -75,7 +86,8 @@ struct gw_worker {
 	struct gw_txq *txq;         /* its lcore's */
 	struct gw_counters *st;     /* its lcore's */
 	struct rte_ring *loop;      /* frames for this node, to its receiver */
-	struct gw_batcher batch;
+	struct gw_batcher batch[GW_CLASSES]; /* a batcher per class */
+	struct gw_worker_class cls[GW_CLASSES];
 	struct gw_chan **chans;     /* channels this worker drains */
 	unsigned nchans;
 	struct gw_worker_proxy *in[GW_LCORES_MAX]; /* proxies with rings into it */
@@ -83,7 +95,8 @@ struct gw_worker {
 	/* per ring of REJECTs: the one taken from it, waiting for a window */
 	struct gw_reject pending_rej[GW_LCORES_MAX];
 	bool has_pending_rej[GW_LCORES_MAX];
-	/* giving up on a lost peer's frames: how far into the one at (node, seq) */
+	/* giving up on a lost peer's frames: how far into the one at (slot, node, seq) */
+	uint16_t abandon_slot;
 	uint16_t abandon_node;
 	uint32_t abandon_seq;
 	size_t abandon_off;
@@ -105,8 +118,8 @@ int gw_worker_proxy_init(struct gw_worker_proxy *px, struct gw_worker *w, unsign
 void gw_worker_proxy_fini(struct gw_worker_proxy *px);
 /* An ACK taken at now: lost when the ring is full (a later ACK says the
  * same and more). */
-int gw_worker_post_ack(struct gw_worker_proxy *px, uint16_t node, const struct gw_ack *ack,
-		       uint64_t now);
+int gw_worker_post_ack(struct gw_worker_proxy *px, uint16_t node, uint16_t lane,
+		       const struct gw_ack *ack, uint64_t now);
 /* A REJECT to send: -EBUSY when it cannot be taken yet (try again). */
 int gw_worker_post_reject(struct gw_worker_proxy *px, const struct gw_reject *rj);
 /* A channel command: -EBUSY when it cannot be taken yet (try again). */

@@ -18,6 +18,10 @@ struct opts {
 	const char *ledger; /* tx: rejected messages; rx: received ones (bitmaps) */
 	const char *timeline; /* rx: messages and latency per 100 ms, as CSV */
 	bool retry_unreachable, reconnect, cast, stop_on_down;
+	/* tx, call: writer w sends with GW_URGENT when w % urgent_every == 0
+	 * (1: every writer, 0: none); rx: expects exactly that */
+	unsigned urgent_every;
+	bool poisson; /* tx, probe: --rate as the mean of Poisson arrivals */
 	uint64_t msgs, expect; /* 0: until stopped */
 	uint64_t rate;         /* msg/s, 0 = unpaced; read live by tx */
 	unsigned burst;        /* tx: messages sent back to back per pacing step; read live */
@@ -62,7 +66,7 @@ static inline uint64_t perf_stamp(struct perf_stamp *s, bool waited)
 	return s->ns;
 }
 
-enum perf_mode { PERF_TX, PERF_RX, PERF_ECHO, PERF_CALL, PERF_MODES };
+enum perf_mode { PERF_TX, PERF_RX, PERF_ECHO, PERF_CALL, PERF_PROBE, PERF_MODES };
 extern const char *const perf_mode_names[PERF_MODES];
 
 /* One run; prints its JSON summary on stdout. 0, 1 (verification failed) or 2. */

@@ -11,6 +11,16 @@
  *   gw-perf echo -s SOCK -e SERVICE
  *   gw-perf call -s SOCK -n NODE -e SERVICE [-w CALLERS] [-m CALLS] [-z SIZE]
  *                [--timeout-ms MS] [--stop-on-down]
+ *   gw-perf probe --rate N [--poisson] --duration S
+ *
+ * --urgent: tx and call send with GW_URGENT, and rx checks that every
+ * message came in that class (and that no other did: wrong_class);
+ * --urgent-every K: only writers w with w % K == 0 do (and rx checks
+ * each writer's class), so one sender has streams of both classes.
+ * --poisson: tx sends at the times of a Poisson process of mean --rate.
+ * probe: no gateway; sleeps to the times tx --poisson would send at and
+ * reports how late it woke, the CPU scheduler's share of any latency
+ * measured beside it.
  *
  * tx --cast and rx --service do the same with casts to a service.
  * echo answers every request with its own payload until SIGINT/SIGTERM.
@@ -45,6 +55,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +150,24 @@ static void lat_add(struct lat_hist *h, uint64_t ns)
 	h->decade[d]++;
 }
 
+/* A Poisson process of `rate` per second: the nanoseconds to its next event. */
+static uint64_t poisson_gap_ns(uint64_t rate)
+{
+	static uint64_t x = 0x9e3779b97f4a7c15ull;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	double u = (double)(x >> 11) / (double)(1ull << 53); /* [0, 1) */
+	return (uint64_t)(-log1p(-u) * 1e9 / (double)rate);
+}
+
+static void sleep_until(uint64_t due, uint64_t t)
+{
+	nanosleep(&(struct timespec){ .tv_sec = (time_t)((due - t) / 1000000000ull),
+				      .tv_nsec = (long)((due - t) % 1000000000ull) },
+		  NULL);
+}
+
 static uint64_t lat_pct(const struct lat_hist *h, double p)
 {
 	uint64_t want = (uint64_t)((double)h->n * p), seen = 0;
@@ -217,10 +246,11 @@ static void tl_write(const struct timeline *t, const char *path)
 static void lat_print(const struct lat_hist *h)
 {
 	printf(",\"lat_us\":{\"min\":%" PRIu64 ",\"p50\":%" PRIu64 ",\"p99\":%" PRIu64
-	       ",\"max\":%" PRIu64 "},\"lat_hist\":{\"le_100us\":%" PRIu64 ",\"le_1ms\":%" PRIu64
+	       ",\"p999\":%" PRIu64 ",\"max\":%" PRIu64 "},\"lat_hist\":{\"le_100us\":%" PRIu64 ",\"le_1ms\":%" PRIu64
 	       ",\"le_10ms\":%" PRIu64 ",\"le_100ms\":%" PRIu64 ",\"le_1s\":%" PRIu64
 	       ",\"gt_1s\":%" PRIu64 "}",
-	       h->min_us, lat_pct(h, 0.5), lat_pct(h, 0.99), h->max_us, h->decade[0], h->decade[1],
+	       h->min_us, lat_pct(h, 0.5), lat_pct(h, 0.99), lat_pct(h, 0.999), h->max_us,
+	       h->decade[0], h->decade[1],
 	       h->decade[2], h->decade[3], h->decade[4], h->decade[5]);
 }
 
@@ -298,12 +328,19 @@ static void progress(const struct opts *o, const char *what, uint64_t done, uint
 	last_done = done;
 }
 
-static int tx_one(struct gw_client *cl, const struct opts *o, uint32_t ep, const char *name,
-		  const void *buf, int timeout_ms)
+/* Does writer w send (tx) or must it arrive (rx) in the urgent class? */
+static bool urgent_writer(const struct opts *o, uint64_t w)
 {
+	return o->urgent_every && w % o->urgent_every == 0;
+}
+
+static int tx_one(struct gw_client *cl, const struct opts *o, uint32_t ep, const char *name,
+		  const void *buf, uint32_t writer, int timeout_ms)
+{
+	unsigned flags = urgent_writer(o, writer) ? GW_URGENT : 0;
 	if (o->cast)
-		return gw_cast(cl, (uint16_t)o->node, name, buf, o->size, timeout_ms);
-	return gw_send_id(cl, (uint16_t)o->node, ep, buf, o->size, timeout_ms);
+		return gw_cast_flags(cl, (uint16_t)o->node, name, buf, o->size, timeout_ms, flags);
+	return gw_send_flags(cl, (uint16_t)o->node, ep, buf, o->size, timeout_ms, flags);
 }
 
 static int run_tx(const struct opts *o)
@@ -336,7 +373,7 @@ static int run_tx(const struct opts *o)
 	if (o->ledger)
 		ledger_init(&led, o->id_base + o->writers, o->msgs);
 	double c0 = cpu_s();
-	uint64_t t0 = now_ns(), pace_t0 = t0, pace_i0 = 0, pace_rate = 0;
+	uint64_t t0 = now_ns(), pace_t0 = t0, pace_i0 = 0, pace_rate = 0, pdue = t0;
 	struct perf_stamp stamp = { 0 };
 	bool waited = true;
 	for (i = 0; i < total && !live->stop; i++) {
@@ -351,7 +388,14 @@ static int run_tx(const struct opts *o)
 			pace_i0 = i;
 			pace_rate = rate;
 		}
-		if (rate) {
+		if (rate && o->poisson) {
+			uint64_t t = perf_stamp(&stamp, waited);
+			if (pdue > t) {
+				sleep_until(pdue, t);
+				waited = true;
+			}
+			pdue += poisson_gap_ns(rate);
+		} else if (rate) {
 			/* Sleep until this message (or its burst) is due; a late
 			 * wake-up sends what fell due meanwhile back to back (as
 			 * many writers waking together would), so the pace holds
@@ -361,9 +405,7 @@ static int run_tx(const struct opts *o)
 			uint64_t due = pace_t0 + k * 1000000000ull / rate;
 			uint64_t t = perf_stamp(&stamp, waited);
 			if (due > t) {
-				nanosleep(&(struct timespec){ .tv_sec = (time_t)((due - t) / 1000000000ull),
-							      .tv_nsec = (long)((due - t) % 1000000000ull) },
-					  NULL);
+				sleep_until(due, t);
 				waited = true;
 			}
 		}
@@ -371,12 +413,12 @@ static int run_tx(const struct opts *o)
 		waited = false;
 		memcpy(buf, &h, sizeof(h));
 		unsigned to = (unsigned)(i % o->writers) % nep;
-		rc = tx_one(cl, o, ep[to], epname[to], buf, 0);
+		rc = tx_one(cl, o, ep[to], epname[to], buf, h.writer, 0);
 		if (rc == -EAGAIN) {
 			waited = true;
 			COUNT(eagain, 1); /* backpressure: the channel is full, wait for room */
 			drain_rejects(cl, o, &led);
-			rc = tx_one(cl, o, ep[to], epname[to], buf, 10000);
+			rc = tx_one(cl, o, ep[to], epname[to], buf, h.writer, 10000);
 		}
 		/* The node is down and we were told at once: try again later,
 		 * up to a minute, so every writer's sequence stays whole. */
@@ -385,7 +427,7 @@ static int run_tx(const struct opts *o)
 			waited = true;
 			nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
 			drain_rejects(cl, o, &led);
-			rc = tx_one(cl, o, ep[to], epname[to], buf, 10000);
+			rc = tx_one(cl, o, ep[to], epname[to], buf, h.writer, 10000);
 		}
 		if ((i & 1023) == 1023) {
 			drain_rejects(cl, o, &led);
@@ -434,6 +476,7 @@ static int run_rx(const struct opts *o)
 	uint64_t *next = calloc(o->writers_max, sizeof(*next));
 	uint64_t *last_at = calloc(o->writers_max, sizeof(*last_at));
 	uint64_t got = 0, dups = 0, order = 0, reordered = 0, bad = 0, t0 = 0, t1 = 0, max_gap = 0;
+	uint64_t wrong_class = 0;
 	struct timeline tl = { 0 };
 	uint64_t reconnects = 0;
 	struct ledger led = { 0 };
@@ -487,6 +530,7 @@ static int run_rx(const struct opts *o)
 			bad++;
 			continue;
 		}
+		wrong_class += !(m.flags & GW_URGENT) != !urgent_writer(o, h.writer);
 		t1 = perf_stamp(&stamp, waited);
 		if (!t0)
 			t0 = t1;
@@ -535,14 +579,14 @@ static int run_rx(const struct opts *o)
 	printf("{\"role\":\"rx\",\"delivered\":%" PRIu64 ",\"duplicates\":%" PRIu64
 	       ",\"order_violations\":%" PRIu64 ",\"reordered\":%" PRIu64 ",\"malformed\":%" PRIu64
 	       ",\"reconnects\":%" PRIu64 ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f"
-	       ",\"max_gap_us\":%" PRIu64,
+	       ",\"max_gap_us\":%" PRIu64 ",\"wrong_class\":%" PRIu64,
 	       got, dups, order, reordered, bad, reconnects, el, el > 0 ? (double)got / el : 0.0,
-	       cpu_s() - c0, max_gap / 1000);
+	       cpu_s() - c0, max_gap / 1000, wrong_class);
 	lat_print(&lat);
 	printf("}\n");
 	gw_close(cl);
 	free(next);
-	return (got == o->expect || !o->expect) && !dups && !order && !bad ? 0 : 1;
+	return (got == o->expect || !o->expect) && !dups && !order && !bad && !wrong_class ? 0 : 1;
 }
 
 /* echo: every request answered with its own payload. */
@@ -627,8 +671,9 @@ static int run_call(const struct opts *o)
 			struct perf_hdr h = { .magic = PERF_MAGIC, .writer = w, .seq = c->seq };
 			h.sent_ns = c->start_ns = now_ns();
 			memcpy(buf, &h, sizeof(h));
-			rc = gw_call_start(cl, (uint16_t)o->node, o->endpoint, buf, o->size,
-					   o->timeout_ms, &c->call_id);
+			rc = gw_call_start_flags(cl, (uint16_t)o->node, o->endpoint, buf, o->size,
+						 o->timeout_ms, urgent_writer(o, w) ? GW_URGENT : 0,
+						 &c->call_id);
 			if (rc == -EAGAIN)
 				break; /* the channel is full: collect replies first */
 			started++;
@@ -661,8 +706,10 @@ static int run_call(const struct opts *o)
 		uint64_t t = now_ns();
 		struct perf_hdr h;
 		if (m.error == 0) {
+			/* The reply comes back in the request's class. */
 			if (m.len == o->size && (memcpy(&h, m.data, sizeof(h)), h.magic == PERF_MAGIC) &&
-			    h.writer == (uint32_t)(c - callers) && h.seq == c->seq) {
+			    h.writer == (uint32_t)(c - callers) && h.seq == c->seq &&
+			    !(m.flags & GW_URGENT) == !urgent_writer(o, h.writer)) {
 				lat_add(&rtt, t - c->start_ns);
 				ok++;
 				COUNT(calls_ok, 1);
@@ -707,6 +754,26 @@ static int run_call(const struct opts *o)
 		       ? 0 : 1;
 }
 
+/* probe: how late a sleeper wakes for the times tx --poisson would send at. */
+static int run_probe(const struct opts *o)
+{
+	static struct lat_hist late;
+	uint64_t t0 = now_ns(), due = t0;
+	while (!live->stop) {
+		due += o->poisson ? poisson_gap_ns(o->rate) : 1000000000ull / o->rate;
+		uint64_t t = now_ns();
+		if (due > t)
+			sleep_until(due, t);
+		t = now_ns();
+		lat_add(&late, t > due ? t - due : 0);
+	}
+	printf("{\"role\":\"probe\",\"wakes\":%" PRIu64 ",\"elapsed_s\":%.3f", late.n,
+	       (double)(now_ns() - t0) / 1e9);
+	lat_print(&late);
+	printf("}\n");
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: gw-perf tx -s SOCK -n NODE -e EP[,EP...] [-w WRITERS] [-m MSGS] [-z SIZE]\n"
@@ -719,6 +786,10 @@ static void usage(FILE *f)
 		   "       gw-perf echo -s SOCK -e SERVICE\n"
 		   "       gw-perf call -s SOCK -n NODE -e SERVICE [-w CALLERS] [-m CALLS] [-z SIZE]\n"
 		   "                 [--timeout-ms MS] [--stop-on-down]\n"
+		   "       gw-perf probe --rate N [--poisson] --duration S\n"
+		   "       tx, call: --urgent sends with GW_URGENT (rx --urgent expects it),\n"
+		   "                 --urgent-every K only writers w %% K == 0 (rx the same);\n"
+		   "       tx: --poisson paces --rate as Poisson arrivals\n"
 		   "       gw-perf interactive -s SOCK     a testpmd-like prompt: set, start, stop,\n"
 		   "                                       show perf|port|lane|client|peer stats, help\n"
 		   "       tx --cast / rx --service: casts to a service; tx, call: --stats-period S\n"
@@ -752,7 +823,9 @@ int main(int argc, char **argv)
 		{ "reconnect", 0, NULL, 'R' }, { "cast", 0, NULL, 'C' }, { "service", 0, NULL, 'C' },
 		{ "timeout-ms", 1, NULL, 'T' }, { "stop-on-down", 0, NULL, 'O' },
 		{ "stats-period", 1, NULL, 'P' }, { "burst", 1, NULL, 'B' },
-		{ "duration", 1, NULL, 'u' }, { "timeline", 1, NULL, 'Y' }, { 0 },
+		{ "duration", 1, NULL, 'u' }, { "timeline", 1, NULL, 'Y' },
+		{ "urgent", 0, NULL, 'G' }, { "urgent-every", 1, NULL, 'K' },
+		{ "poisson", 0, NULL, 'p' }, { 0 },
 	};
 	int c;
 	optind = 2;
@@ -783,6 +856,9 @@ int main(int argc, char **argv)
 		case 'B': o.burst = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'u': o.duration_s = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'Y': o.timeline = optarg; break;
+		case 'G': o.urgent_every = 1; break;
+		case 'K': o.urgent_every = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'p': o.poisson = true; break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -793,8 +869,12 @@ int main(int argc, char **argv)
 		}
 		return perf_cli(&o);
 	}
-	if (!o.sock || !o.endpoint || (tx && (!o.node || !o.writers)) ||
-	    (!tx && !o.writers_max) || (tx && o.id_base + o.writers > o.writers_max)) {
+	if (mode == PERF_PROBE && (!o.rate || !o.duration_s)) {
+		fprintf(stderr, "gw-perf: probe needs --rate N and --duration S\n");
+		return 2;
+	}
+	if (mode != PERF_PROBE && (!o.sock || !o.endpoint || (tx && (!o.node || !o.writers)) ||
+	    (!tx && !o.writers_max) || (tx && o.id_base + o.writers > o.writers_max))) {
 		fprintf(stderr, "gw-perf: missing or bad arguments: -s SOCK and -e ENDPOINT are required, "
 				"tx also needs -n NODE\n");
 		return 2;
@@ -810,12 +890,12 @@ int main(int argc, char **argv)
 	return perf_run(mode, &o);
 }
 
-const char *const perf_mode_names[PERF_MODES] = { "tx", "rx", "echo", "call" };
+const char *const perf_mode_names[PERF_MODES] = { "tx", "rx", "echo", "call", "probe" };
 
 int perf_run(enum perf_mode mode, const struct opts *o)
 {
 	static int (*const run[PERF_MODES])(const struct opts *) = {
-		run_tx, run_rx, run_echo, run_call,
+		run_tx, run_rx, run_echo, run_call, run_probe,
 	};
 	return run[mode](o);
 }

@@ -134,13 +134,13 @@ static void ack_all(void)
 	if (tx->una == tx->nxt)
 		return;
 	struct gw_ack a = { .acked_epoch = tx->epoch, .cum = tx->nxt };
-	gw_worker_post_ack(&wpx, PEER, &a, gw_clock_ns());
+	gw_worker_post_ack(&wpx, PEER, 0, &a, gw_clock_ns());
 }
 
 static void worker_run(unsigned size, bool shown)
 {
 	static uint8_t buf[65536];
-	uint64_t msgs = 0, frames0 = worker.batch.frames, ns = 0;
+	uint64_t msgs = 0, frames0 = worker.batch[GW_CLASS_BULK].frames, ns = 0;
 	for (int round = 0; round < 8; round++) {
 		for (unsigned i = 0; i < CLIENTS; i++)
 			while (gw_chan_send(&wcl[i], PEER, 1234, buf, size) == 0)
@@ -154,12 +154,12 @@ static void worker_run(unsigned size, bool shown)
 			ack_all();
 			left = false;
 			for (unsigned i = 0; i < CLIENTS && !left; i++)
-				left = gw_chan_backlog(&wgw[i]) > 0;
+				left = gw_chan_backlog(&wgw[i], GW_CLASS_BULK) > 0;
 		}
 		ns += gw_clock_ns() - t0;
 	}
 	if (shown)
-		report("worker", size, msgs, worker.batch.frames - frames0, ns);
+		report("worker", size, msgs, worker.batch[GW_CLASS_BULK].frames - frames0, ns);
 }
 
 /* --- receiver --- */
@@ -359,7 +359,7 @@ int main(int argc, char **argv)
 	null_port_up();
 	null_links = (struct gw_links){ .n = 1, .port = { null_port }, .live = { true } };
 	node.links = &null_links;
-	gw_txq_init(&txq, &node, &null_links, 0, &st, 1);
+	gw_txq_init(&txq, &node, &null_links, 0, 0, &st, 1);
 	peer_up();
 	worker_up();
 	receiver_up();

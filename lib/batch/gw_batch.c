@@ -7,9 +7,10 @@
 #include "gw_wire.h"
 
 void gw_batch_init(struct gw_batcher *b, const struct gw_batch_ops *ops, void *ctx,
-		   uint16_t max_rec, uint16_t quantum)
+		   unsigned cls, uint16_t max_rec, uint16_t quantum)
 {
 	memset(b, 0, sizeof(*b));
+	b->cls = (uint8_t)cls;
 	b->ops = ops;
 	b->ctx = ctx;
 	b->max_rec = max_rec ? max_rec : UINT16_MAX;
@@ -75,7 +76,7 @@ static bool drain(struct gw_batcher *b, struct gw_chan *c, unsigned *taken)
 	struct gw_chan_msg m[GW_CHAN_BURST];
 	unsigned left = b->quantum;
 	while (left) {
-		unsigned n = gw_chan_peek(c, m, left < GW_CHAN_BURST ? left : GW_CHAN_BURST);
+		unsigned n = gw_chan_peek(c, b->cls, m, left < GW_CHAN_BURST ? left : GW_CHAN_BURST);
 		if (n == 0)
 			return true;
 		unsigned i;
@@ -101,7 +102,7 @@ static bool drain(struct gw_batcher *b, struct gw_chan *c, unsigned *taken)
 			}
 			f->nrec++;
 		}
-		gw_chan_consume(c, i);
+		gw_chan_consume(c, b->cls, i);
 		*taken += i;
 		left -= i;
 		if (i < n) {

@@ -54,6 +54,7 @@ struct gw_batch_ops {
 struct gw_batcher {
 	const struct gw_batch_ops *ops;
 	void *ctx;
+	uint8_t cls;       /* the channels' class it drains (GW_CLASS_*) */
 	uint16_t max_rec;  /* records per frame; 1 turns batching off */
 	uint16_t quantum;  /* messages per channel per pass */
 	uint16_t nopen;
@@ -66,7 +67,7 @@ struct gw_batcher {
 };
 
 void gw_batch_init(struct gw_batcher *b, const struct gw_batch_ops *ops, void *ctx,
-		   uint16_t max_rec, uint16_t quantum);
+		   unsigned cls, uint16_t max_rec, uint16_t quantum);
 
 /*
  * Add one record of the gateway's own (e.g. a REJECT) to the open frame for

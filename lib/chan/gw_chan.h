@@ -4,11 +4,18 @@
  *
  * One memfd region per client connection, created by the gateway and handed
  * to the client over the control socket. TX (client -> gateway) is one
- * rte_ring of 16-byte descriptors and a byte arena for the payloads; RX
- * (gateway -> client) is one such ring and arena per receiver lcore, so
- * that every ring has one producer and one consumer:
+ * rte_ring of 16-byte descriptors and a byte arena for the payloads per
+ * class of message (bulk, urgent); RX (gateway -> client) is one such ring
+ * and arena per receiver lcore, so that every ring has one producer and
+ * one consumer:
  *
- *   [gw_chan_shm header | TX ring | TX arena | RX ring 0 | RX arena 0 | ...]
+ *   [gw_chan_shm header | TX ring, arena: bulk | TX ring, arena: urgent |
+ *    RX ring 0 | RX arena 0 | ...]
+ *
+ * The urgent class has a ring of its own so that the gateway can take a
+ * sender's urgent messages before the bulk ones queued ahead of them:
+ * order holds per sender and class, and an urgent message may overtake
+ * its sender's bulk.
  *
  * TX: the client copies a payload into the arena at its head position
  * (skipping to the start rather than wrapping a payload) and enqueues a
@@ -40,13 +47,20 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "gw_wire.h" /* enum gw_class */
+
 #define GW_CHAN_MAGIC 0x4e414843u /* "CHAN" */
-#define GW_CHAN_VERSION 3
+#define GW_CHAN_VERSION 4
 #define GW_MAX_NODES 256
 #define GW_CHAN_BURST 32
 #define GW_CHAN_RX_MAX 8 /* RX parts: one per receiver lcore */
 
 struct rte_ring;
+
+/* An RX descriptor's kind carries this bit for a message of the urgent class. */
+#define GW_CHAN_KIND_URGENT 0x8000u
+/* The msg_id of an urgent send (REJECTs): urgent sends count apart, with this bit. */
+#define GW_CHAN_MSG_URGENT 0x80000000u
 
 /* A descriptor, the element of both rings. */
 struct gw_chan_desc {
@@ -55,7 +69,7 @@ struct gw_chan_desc {
 	uint16_t node; /* TX: destination node; RX: source node */
 	uint32_t ep;   /* destination endpoint id */
 	uint16_t chan; /* RX: sender channel on the source node */
-	uint16_t kind; /* RX: GW_RK_MSG or GW_RK_REJECT */
+	uint16_t kind; /* RX: GW_RK_MSG or GW_RK_REJECT, | GW_CHAN_KIND_URGENT */
 };
 
 /* Payload of an RX descriptor of kind GW_RK_REJECT. */
@@ -66,9 +80,17 @@ struct gw_chan_reject {
 	uint16_t rsv;
 };
 
-/* Where one RX part lies in the region. */
+/* Where one RX part or TX class lies in the region. */
 struct gw_chan_rx_layout {
 	uint32_t ring_off, arena_off;
+};
+struct gw_chan_tx_layout {
+	uint32_t ring_off, arena_off, arena_size, ring_count;
+};
+
+/* The gateway's word for one TX class, on a line of its own. */
+struct gw_chan_tx_tail {
+	alignas(64) volatile uint32_t tail; /* TX arena bytes before it may be reused */
 };
 
 /* The client's word for one RX part, on a line of its own. */
@@ -80,17 +102,16 @@ struct gw_chan_shm {
 	uint32_t magic, version;
 	uint32_t chan_id, node_id;
 	uint32_t size, msg_max;
-	uint32_t ring_count;
-	uint32_t tx_ring_off, tx_arena_off, tx_arena_size;
+	uint32_t ring_count; /* RX rings' */
+	struct gw_chan_tx_layout tx[GW_CLASSES];
 	uint32_t rx_parts, rx_arena_size;
 	struct gw_chan_rx_layout rx[GW_CHAN_RX_MAX];
 	uint64_t nodes_up[GW_MAX_NODES / 64]; /* written by the gateway */
 	/* Written by the client, read for stats only: sends that found the
 	 * channel full (-EAGAIN), the backpressure this client felt. */
 	volatile uint64_t tx_full;
-	/* TX arena bytes before tx_tail may be reused by the client. */
-	alignas(64) volatile uint32_t tx_tail;
-	volatile uint32_t tx_wait;
+	struct gw_chan_tx_tail tx_tail[GW_CLASSES];
+	alignas(64) volatile uint32_t tx_wait; /* the client waits for room in any class */
 	alignas(64) volatile uint32_t rx_wait; /* the client sleeps on any part */
 	struct gw_chan_rx_tail rx_tail[GW_CHAN_RX_MAX];
 };
@@ -121,6 +142,30 @@ struct gw_chan_rx {
 	bool unpublished;
 };
 
+/*
+ * One TX class as its producer (the client) or its consumer (the gateway
+ * worker that drains the channel) sees it.
+ */
+struct gw_chan_tx {
+	/* Layout, fixed once made or attached. */
+	struct rte_ring *ring;
+	uint8_t *arena;
+	uint32_t mask;      /* the arena's */
+	uint32_t ring_half; /* gateway: wake a blocked sender below this backlog */
+	uint32_t ring_mask; /* gateway: its own copy, never read from the region */
+	/* Written by the one end that works it. */
+	alignas(64) uint32_t head; /* client: producer's arena position */
+	uint32_t msgs; /* messages consumed (gateway) or sent (client) */
+	uint32_t seen_tail; /* client: the tail when a send last found no room */
+	/* client: the gateway's tail as last read, re-read only when the
+	 * arena looks full, so the shared cache line is not pulled per message */
+	uint32_t tail_cache;
+	uint32_t pos; /* gateway: its position in the ring */
+	/* gateway: descriptors taken from the ring, not yet consumed */
+	struct gw_chan_desc cache[GW_CHAN_BURST];
+	uint16_t cache_n, cache_i;
+};
+
 /* One end of a channel, private to its process. */
 struct gw_chan {
 	/* Layout, fixed once made or attached: read by every role. */
@@ -130,31 +175,20 @@ struct gw_chan {
 	uint32_t msg_max;
 	uint32_t rx_parts;
 	uint32_t rx_mask;   /* every RX arena's */
-	uint32_t ring_half; /* gateway: wake a blocked sender below this backlog */
-	uint32_t ring_mask; /* gateway: its own copy, never read from the region */
+	uint32_t ring_half; /* gateway: RX parts' half */
+	uint32_t ring_mask; /* gateway: RX rings', its own copy */
 	int memfd;
 	int efd_rx; /* signalled when RX has data for a sleeping client */
 	int efd_tx; /* signalled when TX has room for a sleeping client */
 	int hup_fd; /* client: the control socket, which closes when the gateway dies */
 	struct gw_chan_shm *shm;
-	struct rte_ring *tx_ring;
-	uint8_t *tx_arena;
-	uint32_t tx_mask;
-	/* TX, written by the one end that works it: the client producing, or
-	 * the gateway worker that drains the channel. */
-	alignas(64) uint32_t head; /* client: producer's arena position */
-	uint32_t msgs; /* messages consumed (gateway) or sent (client) */
-	uint32_t seen_tail; /* client: tx_tail when a send last found no room */
-	/* client: the gateway's tx_tail as last read, re-read only when the
-	 * arena looks full, so the shared cache line is not pulled per message */
-	uint32_t tail_cache;
-	uint32_t tx_pos; /* gateway: its position in the TX ring */
-	/* descriptors taken from the ring this end reads, not yet consumed:
-	 * TX for the gateway, RX part cache_part for the client */
-	struct gw_chan_desc cache[GW_CHAN_BURST];
+	bool broken; /* the client wrote an invalid descriptor */
+	uint8_t wait_cls; /* client: the class a send last found full */
+	struct gw_chan_tx tx[GW_CLASSES];
+	/* client: RX descriptors taken from part cache_part, not yet consumed */
+	alignas(64) struct gw_chan_desc cache[GW_CHAN_BURST];
 	uint16_t cache_n, cache_i;
 	uint16_t cache_part;
-	bool broken; /* the client wrote an invalid descriptor */
 	struct gw_chan_rx rx[GW_CHAN_RX_MAX];
 };
 
@@ -184,22 +218,24 @@ static inline void gw_chan_close(struct gw_chan *c)
 
 /* --- gateway side (gw_chan_gw.c, links librte_ring) --- */
 
-/* Create a region and its eventfds; rings are initialised in place. */
+/* Create a region and its eventfds; rings are initialised in place. The
+ * urgent TX class gets an eighth of the bulk ring and arena (at least 64
+ * descriptors and two of the largest messages). */
 int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
 		   const struct gw_chan_params *p);
 
 /*
- * Look at up to max waiting messages without consuming them. Every
- * descriptor is checked; an invalid one marks the channel broken and ends
- * the run (returns what was valid before it). Returns the count.
+ * Look at up to max waiting messages of class cls without consuming them.
+ * Every descriptor is checked; an invalid one marks the channel broken and
+ * ends the run (returns what was valid before it). Returns the count.
  */
-unsigned gw_chan_peek(struct gw_chan *c, struct gw_chan_msg *out, unsigned max);
+unsigned gw_chan_peek(struct gw_chan *c, unsigned cls, struct gw_chan_msg *out, unsigned max);
 
-/* Messages waiting in the channel (peeked or not). */
-unsigned gw_chan_backlog(const struct gw_chan *c);
+/* Messages of class cls waiting in the channel (peeked or not). */
+unsigned gw_chan_backlog(const struct gw_chan *c, unsigned cls);
 
-/* The first n peeked messages are packed: free their arena bytes. */
-void gw_chan_consume(struct gw_chan *c, unsigned n);
+/* The first n peeked messages of class cls are packed: free their arena bytes. */
+void gw_chan_consume(struct gw_chan *c, unsigned cls, unsigned n);
 
 /*
  * Deliver one message into RX part `part` (the calling receiver's own),
@@ -225,16 +261,19 @@ void gw_chan_wake(struct gw_chan *c);
 int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx);
 
 /*
- * Copy one message in, made of hlen bytes of hdr then blen of buf (one
- * payload on the wire); -EAGAIN when full, -EMSGSIZE when too big.
+ * Copy one message of class cls in, made of hlen bytes of hdr then blen of
+ * buf (one payload on the wire); -EAGAIN when full, -EMSGSIZE when too big.
  */
-int gw_chan_send_hdr(struct gw_chan *c, uint16_t node, uint32_t ep, const void *hdr,
-		     uint32_t hlen, const void *buf, uint32_t blen);
+int gw_chan_send_hdr(struct gw_chan *c, unsigned cls, uint16_t node, uint32_t ep,
+		     const void *hdr, uint32_t hlen, const void *buf, uint32_t blen);
 static inline int gw_chan_send(struct gw_chan *c, uint16_t node, uint32_t ep, const void *buf,
 			       uint32_t len)
 {
-	return gw_chan_send_hdr(c, node, ep, NULL, 0, buf, len);
+	return gw_chan_send_hdr(c, GW_CLASS_BULK, node, ep, NULL, 0, buf, len);
 }
+
+/* Has the gateway taken every message sent so far, of every class? */
+bool gw_chan_tx_empty(struct gw_chan *c);
 
 /* Next received descriptor and its payload; -EAGAIN when empty. */
 int gw_chan_recv(struct gw_chan *c, struct gw_chan_desc *d, const uint8_t **data);
@@ -250,7 +289,7 @@ bool gw_chan_rx_ready(const struct gw_chan *c);
 
 /*
  * Ask the gateway to signal the eventfd (efd_rx, or efd_tx for_tx) when
- * RX has data (TX has room), then look again: true when there is already,
+ * RX has data (TX has room in a class that had none), then look again: true when there is already,
  * so the caller must not sleep; false when armed.
  */
 bool gw_chan_arm(struct gw_chan *c, bool for_tx);

@@ -18,17 +18,28 @@
 
 #include "gw_chan.h"
 
+static bool tx_layout_ok(const struct gw_chan_tx_layout *t, uint32_t msg_max, uint64_t *end)
+{
+	if (!t->arena_size || (t->arena_size & (t->arena_size - 1)) || !t->ring_count ||
+	    (t->ring_count & (t->ring_count - 1)) || msg_max > t->arena_size / 2 ||
+	    t->ring_off < *end || t->ring_off >= t->arena_off)
+		return false;
+	*end = (uint64_t)t->arena_off + t->arena_size;
+	return true;
+}
+
 static bool layout_ok(const struct gw_chan_shm *s, uint64_t size)
 {
 	if (s->magic != GW_CHAN_MAGIC || s->version != GW_CHAN_VERSION || s->size != size ||
-	    !s->tx_arena_size || (s->tx_arena_size & (s->tx_arena_size - 1)) ||
 	    !s->rx_arena_size || (s->rx_arena_size & (s->rx_arena_size - 1)) ||
-	    s->rx_parts < 1 || s->rx_parts > GW_CHAN_RX_MAX ||
-	    s->tx_ring_off < sizeof(*s) || s->tx_ring_off >= s->tx_arena_off ||
-	    s->msg_max > s->tx_arena_size / 2 || s->msg_max > s->rx_arena_size / 2)
+	    s->rx_parts < 1 || s->rx_parts > GW_CHAN_RX_MAX || s->msg_max > s->rx_arena_size / 2)
 		return false;
-	/* The parts follow TX and each other, none overlapping the next. */
-	uint64_t end = (uint64_t)s->tx_arena_off + s->tx_arena_size;
+	/* The classes and parts follow the header and each other, none
+	 * overlapping the next. */
+	uint64_t end = sizeof(*s);
+	for (unsigned k = 0; k < GW_CLASSES; k++)
+		if (!tx_layout_ok(&s->tx[k], s->msg_max, &end))
+			return false;
 	for (unsigned i = 0; i < s->rx_parts; i++) {
 		if (s->rx[i].ring_off < end || s->rx[i].ring_off >= s->rx[i].arena_off)
 			return false;
@@ -62,9 +73,11 @@ int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx)
 	c->efd_rx = efd_rx;
 	c->efd_tx = efd_tx;
 	c->hup_fd = -1;
-	c->tx_ring = (struct rte_ring *)(c->base + s->tx_ring_off);
-	c->tx_arena = c->base + s->tx_arena_off;
-	c->tx_mask = s->tx_arena_size - 1;
+	for (unsigned k = 0; k < GW_CLASSES; k++) {
+		c->tx[k].ring = (struct rte_ring *)(c->base + s->tx[k].ring_off);
+		c->tx[k].arena = c->base + s->tx[k].arena_off;
+		c->tx[k].mask = s->tx[k].arena_size - 1;
+	}
 	c->rx_mask = s->rx_arena_size - 1;
 	c->rx_parts = s->rx_parts;
 	for (unsigned i = 0; i < c->rx_parts; i++) {
@@ -74,47 +87,65 @@ int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx)
 	return 0;
 }
 
-int gw_chan_send_hdr(struct gw_chan *c, uint16_t node, uint32_t ep, const void *hdr,
-		     uint32_t hlen, const void *buf, uint32_t blen)
+/* A send found class cls full: remember the tail it saw, for gw_chan_arm. */
+static int tx_full(struct gw_chan *c, unsigned cls, uint32_t tail)
+{
+	c->tx[cls].seen_tail = tail;
+	c->wait_cls = (uint8_t)cls;
+	c->shm->tx_full++;
+	return -EAGAIN;
+}
+
+int gw_chan_send_hdr(struct gw_chan *c, unsigned cls, uint16_t node, uint32_t ep,
+		     const void *hdr, uint32_t hlen, const void *buf, uint32_t blen)
 {
 	uint32_t len = hlen + blen;
 	if (blen > c->msg_max || len > c->msg_max)
 		return -EMSGSIZE;
-	if (node >= GW_MAX_NODES)
+	if (node >= GW_MAX_NODES || cls >= GW_CLASSES)
 		return -EINVAL;
-	uint32_t size = c->tx_mask + 1;
-	uint32_t off = c->head & c->tx_mask;
+	struct gw_chan_tx *t = &c->tx[cls];
+	volatile uint32_t *shared_tail = &c->shm->tx_tail[cls].tail;
+	uint32_t size = t->mask + 1;
+	uint32_t off = t->head & t->mask;
 	/* A payload never wraps: skip to the arena start instead. */
 	uint32_t pad = off + len > size ? size - off : 0;
-	if (size - (c->head - c->tail_cache) < pad + len) {
-		c->tail_cache = __atomic_load_n(&c->shm->tx_tail, __ATOMIC_ACQUIRE);
-		if (size - (c->head - c->tail_cache) < pad + len) {
-			c->seen_tail = c->tail_cache;
-			c->shm->tx_full++;
-			return -EAGAIN;
-		}
+	if (size - (t->head - t->tail_cache) < pad + len) {
+		t->tail_cache = __atomic_load_n(shared_tail, __ATOMIC_ACQUIRE);
+		if (size - (t->head - t->tail_cache) < pad + len)
+			return tx_full(c, cls, t->tail_cache);
 	}
 	struct gw_chan_desc d = {
-		.pos = c->head + pad, .len = (uint16_t)len, .node = node, .ep = ep,
+		.pos = t->head + pad, .len = (uint16_t)len, .node = node, .ep = ep,
 	};
-	uint8_t *dst = c->tx_arena + (d.pos & c->tx_mask);
+	uint8_t *dst = t->arena + (d.pos & t->mask);
 	if (hlen)
 		memcpy(dst, hdr, hlen);
 	memcpy(dst + hlen, buf, blen);
-	if (rte_ring_sp_enqueue_elem(c->tx_ring, &d, sizeof(d)) != 0) {
+	if (rte_ring_sp_enqueue_elem(t->ring, &d, sizeof(d)) != 0) {
 		/* The descriptor ring is full. Take the tail before trying once
 		 * more, so a wait on it cannot miss a consumption in between. */
-		uint32_t tail = __atomic_load_n(&c->shm->tx_tail, __ATOMIC_ACQUIRE);
-		c->tail_cache = tail;
-		if (rte_ring_sp_enqueue_elem(c->tx_ring, &d, sizeof(d)) != 0) {
-			c->seen_tail = tail;
-			c->shm->tx_full++;
-			return -EAGAIN;
+		uint32_t tail = __atomic_load_n(shared_tail, __ATOMIC_ACQUIRE);
+		t->tail_cache = tail;
+		if (rte_ring_sp_enqueue_elem(t->ring, &d, sizeof(d)) != 0)
+			return tx_full(c, cls, tail);
+	}
+	t->head = d.pos + len;
+	t->msgs++;
+	return 0;
+}
+
+bool gw_chan_tx_empty(struct gw_chan *c)
+{
+	for (unsigned k = 0; k < GW_CLASSES; k++) {
+		uint32_t tail = __atomic_load_n(&c->shm->tx_tail[k].tail, __ATOMIC_ACQUIRE);
+		if (tail != c->tx[k].head) {
+			c->tx[k].seen_tail = tail; /* the value just compared, not a newer one */
+			c->wait_cls = (uint8_t)k;
+			return false;
 		}
 	}
-	c->head = d.pos + len;
-	c->msgs++;
-	return 0;
+	return true;
 }
 
 /* Hand released RX bytes back to the gateway, part by part. */
@@ -198,7 +229,7 @@ bool gw_chan_arm(struct gw_chan *c, bool for_tx)
 	*flag = 1;
 	/* Pairs with the gateway's fence: it sees the flag or we see its work. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	bool ready = for_tx ? c->shm->tx_tail != c->seen_tail
+	bool ready = for_tx ? c->shm->tx_tail[c->wait_cls].tail != c->tx[c->wait_cls].seen_tail
 			    : gw_chan_rx_ready(c);
 	if (ready)
 		*flag = 0;

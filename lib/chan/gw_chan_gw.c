@@ -26,23 +26,42 @@ static inline uint32_t align_up(uint32_t v, uint32_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
+static bool tx_params_ok(uint32_t ring_count, uint32_t arena_size, uint32_t msg_max)
+{
+	return is_pow2(ring_count) && is_pow2(arena_size) && msg_max <= arena_size / 2;
+}
+
 int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
 		   const struct gw_chan_params *p)
 {
 	memset(c, 0, sizeof(*c));
 	c->memfd = c->efd_rx = c->efd_tx = -1;
-	if (!is_pow2(p->ring_count) || !is_pow2(p->arena_size) || p->msg_max == 0 ||
-	    p->msg_max > UINT16_MAX || p->msg_max > p->arena_size / 2)
+	if (p->msg_max == 0 || p->msg_max > UINT16_MAX ||
+	    !tx_params_ok(p->ring_count, p->arena_size, p->msg_max))
+		return -EINVAL;
+	uint32_t uring = p->ring_count / 8 > 64 ? p->ring_count / 8 : 64;
+	uint32_t uarena = p->arena_size / 8;
+	while (uarena < 2 * p->msg_max)
+		uarena *= 2;
+	if (p->rx_parts < 1 || p->rx_parts > GW_CHAN_RX_MAX)
 		return -EINVAL;
 	ssize_t rsz = rte_ring_get_memsize_elem(sizeof(struct gw_chan_desc), p->ring_count);
 	if (rsz < 0)
 		return (int)rsz;
-
-	if (p->rx_parts < 1 || p->rx_parts > GW_CHAN_RX_MAX)
-		return -EINVAL;
-	uint32_t tx_ring = align_up(sizeof(struct gw_chan_shm), 64);
-	uint32_t tx_arena = align_up(tx_ring + (uint32_t)rsz, GW_CHAN_PAGE);
-	uint64_t end = (uint64_t)tx_arena + p->arena_size;
+	struct gw_chan_tx_layout tx[GW_CLASSES] = {
+		[GW_CLASS_BULK] = { .ring_count = p->ring_count, .arena_size = p->arena_size },
+		[GW_CLASS_URGENT] = { .ring_count = uring, .arena_size = uarena },
+	};
+	uint64_t end = align_up(sizeof(struct gw_chan_shm), 64);
+	for (unsigned k = 0; k < GW_CLASSES; k++) {
+		ssize_t tsz = rte_ring_get_memsize_elem(sizeof(struct gw_chan_desc),
+							tx[k].ring_count);
+		if (tsz < 0)
+			return (int)tsz;
+		tx[k].ring_off = (uint32_t)end;
+		tx[k].arena_off = align_up(tx[k].ring_off + (uint32_t)tsz, GW_CHAN_PAGE);
+		end = (uint64_t)tx[k].arena_off + tx[k].arena_size;
+	}
 	struct gw_chan_rx_layout rx[GW_CHAN_RX_MAX];
 	for (unsigned i = 0; i < p->rx_parts; i++) {
 		rx[i].ring_off = (uint32_t)end;
@@ -79,17 +98,23 @@ int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
 	c->chan_id = chan_id;
 	c->msg_max = p->msg_max;
 	c->shm = (struct gw_chan_shm *)c->base;
-	c->tx_ring = (struct rte_ring *)(c->base + tx_ring);
-	c->tx_arena = c->base + tx_arena;
-	c->tx_mask = c->rx_mask = p->arena_size - 1;
+	c->rx_mask = p->arena_size - 1;
 	c->rx_parts = p->rx_parts;
 	c->ring_half = p->ring_count / 2;
 	c->ring_mask = p->ring_count - 1;
 
-	snprintf(name, sizeof(name), "gw-tx-%u", chan_id);
-	rc = rte_ring_init(c->tx_ring, name, p->ring_count, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (rc < 0)
-		goto fail_rc;
+	for (unsigned k = 0; k < GW_CLASSES; k++) {
+		struct gw_chan_tx *t = &c->tx[k];
+		t->ring = (struct rte_ring *)(c->base + tx[k].ring_off);
+		t->arena = c->base + tx[k].arena_off;
+		t->mask = tx[k].arena_size - 1;
+		t->ring_half = tx[k].ring_count / 2;
+		t->ring_mask = tx[k].ring_count - 1;
+		snprintf(name, sizeof(name), "gw-tx-%u.%u", chan_id, k);
+		rc = rte_ring_init(t->ring, name, tx[k].ring_count, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (rc < 0)
+			goto fail_rc;
+	}
 	for (unsigned i = 0; i < p->rx_parts; i++) {
 		c->rx[i].ring = (struct rte_ring *)(c->base + rx[i].ring_off);
 		c->rx[i].arena = c->base + rx[i].arena_off;
@@ -105,9 +130,7 @@ int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
 	s->size = c->size;
 	s->msg_max = p->msg_max;
 	s->ring_count = p->ring_count;
-	s->tx_ring_off = tx_ring;
-	s->tx_arena_off = tx_arena;
-	s->tx_arena_size = p->arena_size;
+	memcpy(s->tx, tx, sizeof(tx));
 	s->rx_parts = p->rx_parts;
 	s->rx_arena_size = p->arena_size;
 	memcpy(s->rx, rx, sizeof(rx[0]) * p->rx_parts);
@@ -134,81 +157,84 @@ static inline struct gw_chan_desc *ring_elems(struct rte_ring *r)
 	return (struct gw_chan_desc *)(r + 1);
 }
 
-/* Descriptors the client has published and we have not taken, or -1 if
- * its position is impossible. */
-static int64_t tx_avail(const struct gw_chan *c)
+/* Descriptors the client has published in a class and we have not
+ * taken, or -1 if its position is impossible. */
+static int64_t tx_avail(const struct gw_chan_tx *t)
 {
-	uint32_t n = __atomic_load_n(&c->tx_ring->prod.tail, __ATOMIC_ACQUIRE) - c->tx_pos;
-	return n > c->ring_mask ? -1 : (int64_t)n;
+	uint32_t n = __atomic_load_n(&t->ring->prod.tail, __ATOMIC_ACQUIRE) - t->pos;
+	return n > t->ring_mask ? -1 : (int64_t)n;
 }
 
-/* Take up to max descriptors into the private cache. */
-static unsigned tx_take(struct gw_chan *c, unsigned max)
+/* Take up to max descriptors into the class's private cache. */
+static unsigned tx_take(struct gw_chan *c, struct gw_chan_tx *t, unsigned max)
 {
-	int64_t avail = tx_avail(c);
+	int64_t avail = tx_avail(t);
 	if (avail < 0) {
 		c->broken = true;
 		return 0;
 	}
 	unsigned n = avail < max ? (unsigned)avail : max;
-	const struct gw_chan_desc *e = ring_elems(c->tx_ring);
+	const struct gw_chan_desc *e = ring_elems(t->ring);
 	for (unsigned i = 0; i < n; i++)
-		c->cache[i] = e[(c->tx_pos + i) & c->ring_mask];
-	c->tx_pos += n;
-	c->tx_ring->cons.head = c->tx_pos;
-	__atomic_store_n(&c->tx_ring->cons.tail, c->tx_pos, __ATOMIC_RELEASE);
+		t->cache[i] = e[(t->pos + i) & t->ring_mask];
+	t->pos += n;
+	t->ring->cons.head = t->pos;
+	__atomic_store_n(&t->ring->cons.tail, t->pos, __ATOMIC_RELEASE);
 	return n;
 }
 
-unsigned gw_chan_backlog(const struct gw_chan *c)
+unsigned gw_chan_backlog(const struct gw_chan *c, unsigned cls)
 {
-	int64_t avail = tx_avail(c);
-	return (unsigned)(avail < 0 ? 0 : avail) + c->cache_n - c->cache_i;
+	const struct gw_chan_tx *t = &c->tx[cls];
+	int64_t avail = tx_avail(t);
+	return (unsigned)(avail < 0 ? 0 : avail) + t->cache_n - t->cache_i;
 }
 
-unsigned gw_chan_peek(struct gw_chan *c, struct gw_chan_msg *out, unsigned max)
+unsigned gw_chan_peek(struct gw_chan *c, unsigned cls, struct gw_chan_msg *out, unsigned max)
 {
+	struct gw_chan_tx *t = &c->tx[cls];
 	if (c->broken)
 		return 0;
-	if (c->cache_i == c->cache_n) {
+	if (t->cache_i == t->cache_n) {
 		/* Descriptors are copied out of shared memory before they are
 		 * checked, so the client cannot change them after the check. */
-		c->cache_i = 0;
-		c->cache_n = (uint16_t)tx_take(c, GW_CHAN_BURST);
+		t->cache_i = 0;
+		t->cache_n = (uint16_t)tx_take(c, t, GW_CHAN_BURST);
 	}
+	uint32_t id = cls == GW_CLASS_URGENT ? GW_CHAN_MSG_URGENT : 0;
 	unsigned n = 0;
-	for (unsigned i = c->cache_i; i < c->cache_n && n < max; i++, n++) {
-		const struct gw_chan_desc *d = &c->cache[i];
-		uint32_t off = d->pos & c->tx_mask;
-		if (d->len > c->msg_max || off + d->len > c->tx_mask + 1 ||
-		    d->node >= GW_MAX_NODES) {
+	for (unsigned i = t->cache_i; i < t->cache_n && n < max; i++, n++) {
+		const struct gw_chan_desc *d = &t->cache[i];
+		uint32_t off = d->pos & t->mask;
+		if (d->len > c->msg_max || off + d->len > t->mask + 1 || d->node >= GW_MAX_NODES) {
 			c->broken = true;
 			break;
 		}
-		out[n].data = c->tx_arena + off;
+		out[n].data = t->arena + off;
 		out[n].len = d->len;
 		out[n].node = d->node;
 		out[n].ep = d->ep;
-		out[n].msg_id = c->msgs + n;
+		out[n].msg_id = ((t->msgs + n) & ~GW_CHAN_MSG_URGENT) | id;
 	}
 	return n;
 }
 
-void gw_chan_consume(struct gw_chan *c, unsigned n)
+void gw_chan_consume(struct gw_chan *c, unsigned cls, unsigned n)
 {
+	struct gw_chan_tx *t = &c->tx[cls];
 	if (n == 0)
 		return;
-	const struct gw_chan_desc *last = &c->cache[c->cache_i + n - 1];
-	c->cache_i += n;
-	c->msgs += n;
-	__atomic_store_n(&c->shm->tx_tail, last->pos + last->len, __ATOMIC_RELEASE);
+	const struct gw_chan_desc *last = &t->cache[t->cache_i + n - 1];
+	t->cache_i += n;
+	t->msgs += n;
+	__atomic_store_n(&c->shm->tx_tail[cls].tail, last->pos + last->len, __ATOMIC_RELEASE);
 	/* Pairs with the fence in gw_chan_wait: either the client sees the
 	 * new tail or we see its wait flag. A sleeping sender is woken once
 	 * half its ring is free, not for every slot: one wake-up then moves
 	 * a burst. Consumption goes on while descriptors remain, so the
 	 * wake-up always comes. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (c->shm->tx_wait && gw_chan_backlog(c) <= c->ring_half) {
+	if (c->shm->tx_wait && gw_chan_backlog(c, cls) <= t->ring_half) {
 		c->shm->tx_wait = 0;
 		eventfd_write(c->efd_tx, 1);
 	}

@@ -76,8 +76,10 @@ struct gw_msg {
 	uint16_t node;     /* DATA, REQUEST, CAST: source node; REJECT, REPLY: the node asked */
 	uint16_t sender;   /* DATA, REQUEST, CAST: the sending client's channel on its node */
 	int error;         /* REJECT: why; REPLY: 0 or why the call failed (see above) */
-	uint32_t msg_id;   /* REJECT: which send, counting from 0 per client */
+	uint32_t msg_id;   /* REJECT: which send, counting from 0 per client and class
+			    * (GW_MSG_ID_URGENT set for an urgent one) */
 	uint32_t call_id;  /* REQUEST: the caller's call; REPLY: which of our calls */
+	unsigned flags;    /* DATA, REQUEST, CAST: GW_URGENT if it came as urgent */
 };
 
 /* Connect to the gateway listening on socket_path. */
@@ -120,6 +122,34 @@ int gw_send(struct gw_client *cl, uint16_t node, const char *endpoint, const voi
 	    size_t len, int timeout_ms);
 int gw_send_id(struct gw_client *cl, uint16_t node, uint32_t endpoint_id, const void *buf,
 	       size_t len, int timeout_ms);
+
+/*
+ * --- urgent messages ---
+ *
+ * A message sent with GW_URGENT never waits behind bulk ones: the gateway
+ * takes it before its sender's bulk messages, sends it at once in a frame
+ * of its own class, on a lane of its own to each peer (a lost bulk frame
+ * never holds it up), and the far gateway delivers it first. Order holds
+ * per sender and per class: urgent messages arrive in the order they were
+ * sent, and may overtake the same sender's bulk messages sent before them.
+ * Urgent messages have a ring of their own in the channel, an eighth of
+ * the bulk one (a full one is -EAGAIN like any). The receiver sees
+ * gw_msg.flags & GW_URGENT; a reply travels in its request's class. Flags
+ * other than those named are -EINVAL. The multi-node patterns take
+ * GW_URGENT in their flags.
+ */
+#define GW_URGENT 0x100u
+#define GW_MSG_ID_URGENT 0x80000000u /* gw_msg.msg_id of an urgent send's REJECT */
+
+int gw_send_flags(struct gw_client *cl, uint16_t node, uint32_t endpoint_id, const void *buf,
+		  size_t len, int timeout_ms, unsigned flags);
+int gw_cast_flags(struct gw_client *cl, uint16_t node, const char *service, const void *req,
+		  size_t len, int timeout_ms, unsigned flags);
+int gw_call_flags(struct gw_client *cl, uint16_t node, const char *service, const void *req,
+		  size_t len, int timeout_ms, unsigned flags, struct gw_msg *reply);
+int gw_call_start_flags(struct gw_client *cl, uint16_t node, const char *service,
+			const void *req, size_t len, int timeout_ms, unsigned flags,
+			uint32_t *call_id);
 
 /*
  * Receive the next message. timeout_ms as for gw_send (0 = poll). Waiting
@@ -226,7 +256,7 @@ int gw_reply(struct gw_client *cl, const struct gw_msg *req, const void *buf, si
 int gw_reply_error(struct gw_client *cl, const struct gw_msg *req, const char *reason);
 /* Either, with a timeout as for gw_send (0: -EAGAIN when full): a result
  * (failed 0) or a failure whose reason is buf. Only req's kind, node,
- * sender and call_id are read, so a copy of them answers as well. */
+ * sender, call_id and flags are read, so a copy of them answers as well. */
 int gw_respond(struct gw_client *cl, const struct gw_msg *req, int failed, const void *buf,
 	       size_t len, int timeout_ms);
 

@@ -235,7 +235,9 @@ static bool translate(struct gw_client *cl, const struct gw_chan_desc *d, const 
 	m->endpoint = d->ep;
 	m->node = d->node;
 	m->sender = d->chan;
-	if (d->kind == GW_RK_REJECT && d->len >= sizeof(struct gw_chan_reject)) {
+	m->flags = d->kind & GW_CHAN_KIND_URGENT ? GW_URGENT : 0;
+	uint16_t kind = d->kind & (uint16_t)~GW_CHAN_KIND_URGENT;
+	if (kind == GW_RK_REJECT && d->len >= sizeof(struct gw_chan_reject)) {
 		struct gw_chan_reject r;
 		memcpy(&r, data, sizeof(r));
 		m->error = r.err;
@@ -410,20 +412,28 @@ void gw_call_service_drop(struct gw_client *cl, uint32_t ep)
 		}
 }
 
-int gw_cast(struct gw_client *cl, uint16_t node, const char *service, const void *req,
-	    size_t len, int timeout_ms)
+int gw_cast_flags(struct gw_client *cl, uint16_t node, const char *service, const void *req,
+		  size_t len, int timeout_ms, unsigned flags)
 {
 	if (!service || !gw_ctl_name_ok(service, GW_NAME_MAX))
 		return -EINVAL;
 	struct gw_call_hdr h = { .magic = GW_CALL_MAGIC, .type = GW_CT_CAST };
 	return gw_client_send(cl, node, gw_ctl_ep_id(service), &h, sizeof(h), req, len,
-			      timeout_ms);
+			      timeout_ms, flags);
 }
 
-int gw_call_start(struct gw_client *cl, uint16_t node, const char *service, const void *req,
-		  size_t len, int timeout_ms, uint32_t *call_id)
+int gw_cast(struct gw_client *cl, uint16_t node, const char *service, const void *req,
+	    size_t len, int timeout_ms)
 {
-	if (!service || !gw_ctl_name_ok(service, GW_NAME_MAX) || timeout_ms <= 0)
+	return gw_cast_flags(cl, node, service, req, len, timeout_ms, 0);
+}
+
+int gw_call_start_flags(struct gw_client *cl, uint16_t node, const char *service,
+			const void *req, size_t len, int timeout_ms, unsigned flags,
+			uint32_t *call_id)
+{
+	if (!service || !gw_ctl_name_ok(service, GW_NAME_MAX) || timeout_ms <= 0 ||
+	    (flags & ~GW_URGENT))
 		return -EINVAL;
 	int rc = calls_init(cl);
 	if (rc < 0)
@@ -437,8 +447,12 @@ int gw_call_start(struct gw_client *cl, uint16_t node, const char *service, cons
 	uint32_t gen = s->gen + 1 < 1u << (32 - GW_SLOT_BITS) ? s->gen + 1 : 1;
 	uint32_t id = gen << GW_SLOT_BITS | slot;
 	struct gw_call_hdr h = { .magic = GW_CALL_MAGIC, .type = GW_CT_CALL, .call_id = id };
-	uint32_t msg_id = cl->chan.msgs;
-	rc = gw_client_send(cl, node, gw_ctl_ep_id(service), &h, sizeof(h), req, len, timeout_ms);
+	/* The number the gateway will give this send, as REJECTs name it. */
+	uint32_t msg_id = flags & GW_URGENT
+		? (cl->chan.tx[GW_CLASS_URGENT].msgs & ~GW_CHAN_MSG_URGENT) | GW_CHAN_MSG_URGENT
+		: cl->chan.tx[GW_CLASS_BULK].msgs & ~GW_CHAN_MSG_URGENT;
+	rc = gw_client_send(cl, node, gw_ctl_ep_id(service), &h, sizeof(h), req, len, timeout_ms,
+			    flags);
 	if (rc < 0)
 		return rc;
 	cl->free_head = (cl->free_head + 1) % GW_CALLS_MAX;
@@ -454,13 +468,19 @@ int gw_call_start(struct gw_client *cl, uint16_t node, const char *service, cons
 	return 0;
 }
 
-int gw_call(struct gw_client *cl, uint16_t node, const char *service, const void *req,
-	    size_t len, int timeout_ms, struct gw_msg *reply)
+int gw_call_start(struct gw_client *cl, uint16_t node, const char *service, const void *req,
+		  size_t len, int timeout_ms, uint32_t *call_id)
+{
+	return gw_call_start_flags(cl, node, service, req, len, timeout_ms, 0, call_id);
+}
+
+int gw_call_flags(struct gw_client *cl, uint16_t node, const char *service, const void *req,
+		  size_t len, int timeout_ms, unsigned flags, struct gw_msg *reply)
 {
 	uint32_t id;
 	if (cl->kept.n >= GW_CALL_KEEP)
 		return -EOVERFLOW; /* nothing sent: receive what is kept first */
-	int rc = gw_call_start(cl, node, service, req, len, timeout_ms, &id);
+	int rc = gw_call_start_flags(cl, node, service, req, len, timeout_ms, flags, &id);
 	if (rc < 0)
 		return rc;
 	rc = gw_call_next_outcome(cl, &id, 1, reply);
@@ -469,6 +489,12 @@ int gw_call(struct gw_client *cl, uint16_t node, const char *service, const void
 		return rc;
 	}
 	return reply->error;
+}
+
+int gw_call(struct gw_client *cl, uint16_t node, const char *service, const void *req,
+	    size_t len, int timeout_ms, struct gw_msg *reply)
+{
+	return gw_call_flags(cl, node, service, req, len, timeout_ms, 0, reply);
 }
 
 int gw_respond(struct gw_client *cl, const struct gw_msg *req, int failed, const void *buf,
@@ -480,8 +506,9 @@ int gw_respond(struct gw_client *cl, const struct gw_msg *req, int failed, const
 	gw_ctl_reply_ep_name(name, sizeof(name), req->sender);
 	struct gw_call_hdr h = { .magic = GW_CALL_MAGIC, .type = failed ? GW_CT_FAIL : GW_CT_OK,
 				 .call_id = req->call_id };
+	/* A reply travels in its request's class. */
 	return gw_client_send(cl, req->node, gw_ctl_ep_id(name), &h, sizeof(h), buf, len,
-			      timeout_ms);
+			      timeout_ms, req->flags & GW_URGENT);
 }
 
 int gw_reply(struct gw_client *cl, const struct gw_msg *req, const void *buf, size_t len)

@@ -217,15 +217,18 @@ static int wait_chan(struct gw_client *cl, bool for_tx, int64_t deadline_ms)
 }
 
 int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void *hdr,
-		   size_t hlen, const void *buf, size_t len, int timeout_ms)
+		   size_t hlen, const void *buf, size_t len, int timeout_ms, unsigned flags)
 {
+	if (flags & ~GW_URGENT)
+		return -EINVAL;
+	unsigned cls = flags & GW_URGENT ? GW_CLASS_URGENT : GW_CLASS_BULK;
 	if (len > cl->chan.msg_max || hlen + len > cl->chan.msg_max)
 		return -EMSGSIZE;
 	if (!gw_node_up(cl, node))
 		return node >= GW_MAX_NODES || node == 0 ? -EINVAL : -EHOSTUNREACH;
 	int64_t deadline = INT64_MIN; /* read from the clock only if the channel is full */
 	for (;;) {
-		int rc = gw_chan_send_hdr(&cl->chan, node, ep, hdr, (uint32_t)hlen, buf,
+		int rc = gw_chan_send_hdr(&cl->chan, cls, node, ep, hdr, (uint32_t)hlen, buf,
 					  (uint32_t)len);
 		if (rc != -EAGAIN)
 			return rc;
@@ -240,7 +243,13 @@ int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void 
 int gw_send_id(struct gw_client *cl, uint16_t node, uint32_t endpoint_id, const void *buf,
 	       size_t len, int timeout_ms)
 {
-	return gw_client_send(cl, node, endpoint_id, NULL, 0, buf, len, timeout_ms);
+	return gw_client_send(cl, node, endpoint_id, NULL, 0, buf, len, timeout_ms, 0);
+}
+
+int gw_send_flags(struct gw_client *cl, uint16_t node, uint32_t endpoint_id, const void *buf,
+		  size_t len, int timeout_ms, unsigned flags)
+{
+	return gw_client_send(cl, node, endpoint_id, NULL, 0, buf, len, timeout_ms, flags);
 }
 
 int gw_send(struct gw_client *cl, uint16_t node, const char *endpoint, const void *buf,
@@ -263,9 +272,7 @@ int gw_wait_fds(const struct gw_client *cl, enum gw_wait what, int fds[2])
 int gw_flush(struct gw_client *cl, int timeout_ms)
 {
 	int64_t deadline = deadline_of(timeout_ms ? timeout_ms : 1);
-	uint32_t tail;
-	while ((tail = __atomic_load_n(&cl->chan.shm->tx_tail, __ATOMIC_ACQUIRE)) != cl->chan.head) {
-		cl->chan.seen_tail = tail; /* the value just compared, not a newer one */
+	while (!gw_chan_tx_empty(&cl->chan)) {
 		int rc = wait_chan(cl, true, deadline);
 		if (rc < 0)
 			return rc;

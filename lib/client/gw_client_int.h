@@ -90,9 +90,9 @@ static inline void gw_client_set_dead(struct gw_client *cl)
 int gw_client_raw_recv(struct gw_client *cl, struct gw_chan_desc *d, const uint8_t **data,
 		       int64_t deadline_ms);
 
-/* Send hdr + buf as one message; timeout_ms as for gw_send. */
+/* Send hdr + buf as one message; timeout_ms and flags as for gw_send_flags. */
 int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void *hdr,
-		   size_t hlen, const void *buf, size_t len, int timeout_ms);
+		   size_t hlen, const void *buf, size_t len, int timeout_ms, unsigned flags);
 
 /* gw_call.c, for gw_multi.c: the next outcome of one of the n calls in
  * ids (0 entries are skipped), waiting as long as their timeouts allow:

@@ -76,7 +76,7 @@ int gw_cast_all(struct gw_client *cl, const uint16_t *nodes, unsigned n, const c
 {
 	int ok = 0, first = 0;
 	for (unsigned i = 0; i < n; i++) {
-		int rc = gw_cast(cl, nodes[i], service, req, len, -1);
+		int rc = gw_cast_flags(cl, nodes[i], service, req, len, -1, flags & GW_URGENT);
 		if (rc == 0)
 			ok++;
 		else if (!first && counts(rc, flags))
@@ -93,7 +93,8 @@ int gw_call_one(struct gw_client *cl, const uint16_t *nodes, unsigned n, const c
 	result_set(res, 0, last, NULL);
 	for (unsigned i = 0; i < n; i++) {
 		struct gw_msg m;
-		int rc = gw_call(cl, nodes[i], service, req, len, timeout_ms, &m);
+		int rc = gw_call_flags(cl, nodes[i], service, req, len, timeout_ms,
+				       flags & GW_URGENT, &m);
 		if (rc == -EOVERFLOW || rc == -EPIPE || rc == -EINVAL)
 			return rc;
 		/* A badrpc is only the answer when nothing better came. */
@@ -111,12 +112,13 @@ int gw_call_one(struct gw_client *cl, const uint16_t *nodes, unsigned n, const c
 /* Start a call to every node; ids[i] = 0 where it could not start (res[i] says why). */
 static int start_all(struct gw_client *cl, const uint16_t *nodes, unsigned n,
 		     const char *service, const void *req, size_t len, int timeout_ms,
-		     uint32_t *ids, struct gw_result *res, unsigned *pending)
+		     unsigned flags, uint32_t *ids, struct gw_result *res, unsigned *pending)
 {
 	*pending = 0;
 	for (unsigned i = 0; i < n; i++) {
 		ids[i] = 0;
-		int rc = gw_call_start(cl, nodes[i], service, req, len, timeout_ms, &ids[i]);
+		int rc = gw_call_start_flags(cl, nodes[i], service, req, len, timeout_ms,
+					     flags & GW_URGENT, &ids[i]);
 		if (rc == -EINVAL || rc == -EPIPE) {
 			for (unsigned k = 0; k < i; k++)
 				gw_call_forget(cl, ids[k]);
@@ -137,7 +139,7 @@ static int start_all(struct gw_client *cl, const uint16_t *nodes, unsigned n,
  */
 static int call_each(struct gw_client *cl, const uint16_t *nodes, unsigned n,
 		     const char *service, const void *req, size_t len, int timeout_ms,
-		     struct gw_result *res, bool stop_on_ok)
+		     unsigned flags, struct gw_result *res, bool stop_on_ok)
 {
 	if (!nodes || n == 0)
 		return -EINVAL;
@@ -145,7 +147,8 @@ static int call_each(struct gw_client *cl, const uint16_t *nodes, unsigned n,
 	if (!ids)
 		return -ENOMEM;
 	unsigned pending;
-	int rc = start_all(cl, nodes, n, service, req, len, timeout_ms, ids, res, &pending);
+	int rc = start_all(cl, nodes, n, service, req, len, timeout_ms, flags, ids, res,
+			   &pending);
 	int ret = (int)n;
 	while (rc == 0 && pending) {
 		struct gw_msg m;
@@ -176,7 +179,7 @@ int gw_call_any(struct gw_client *cl, const uint16_t *nodes, unsigned n, const c
 	struct gw_result *all = calloc(n ? n : 1, sizeof(*all));
 	if (!all)
 		return -ENOMEM;
-	int rc = call_each(cl, nodes, n, service, req, len, timeout_ms, all, true);
+	int rc = call_each(cl, nodes, n, service, req, len, timeout_ms, flags, all, true);
 	if (rc >= 0 && (unsigned)rc < n) {
 		*res = all[rc];
 		all[rc].data = NULL;
@@ -210,10 +213,10 @@ static void results_init(struct gw_result *res, const uint16_t *nodes, unsigned 
 /* Calls to every node, every outcome in res: how many answered ok, or a negative errno. */
 static int call_all_outcomes(struct gw_client *cl, const uint16_t *nodes, unsigned n,
 			     const char *service, const void *req, size_t len, int timeout_ms,
-			     struct gw_result *res)
+			     unsigned flags, struct gw_result *res)
 {
 	results_init(res, nodes, n);
-	int rc = call_each(cl, nodes, n, service, req, len, timeout_ms, res, false);
+	int rc = call_each(cl, nodes, n, service, req, len, timeout_ms, flags, res, false);
 	if (rc < 0)
 		return rc;
 	int ok = 0;
@@ -226,7 +229,7 @@ int gw_call_all(struct gw_client *cl, const uint16_t *nodes, unsigned n, const c
 		const void *req, size_t len, int timeout_ms, unsigned flags,
 		struct gw_result *res)
 {
-	int ok = call_all_outcomes(cl, nodes, n, service, req, len, timeout_ms, res);
+	int ok = call_all_outcomes(cl, nodes, n, service, req, len, timeout_ms, flags, res);
 	if (ok < 0)
 		return ok;
 	for (unsigned i = 0; i < n; i++)
@@ -240,5 +243,5 @@ int gw_call_all_wait(struct gw_client *cl, const uint16_t *nodes, unsigned n,
 		     const char *service, const void *req, size_t len, int timeout_ms,
 		     struct gw_result *res)
 {
-	return call_all_outcomes(cl, nodes, n, service, req, len, timeout_ms, res);
+	return call_all_outcomes(cl, nodes, n, service, req, len, timeout_ms, 0, res);
 }

@@ -37,11 +37,19 @@ int gw_layout_plan(struct gw_layout *l, unsigned workers, unsigned receivers,
 		l->e[0].worker = 0;
 	if (!receivers)
 		l->e[0].receiver = 0;
-	for (unsigned q = 0; q < need; q++) {
-		unsigned r = q % l->receivers;
-		struct gw_layout_entry *e = &l->e[receivers ? 1 + workers + r : 0];
-		e->rxq[e->nrxq++] = (uint16_t)q;
+	l->nqueues = need + l->workers;
+	for (unsigned i = 0; i < need; i++) {
+		struct gw_layout_entry *e = &l->e[i];
+		e->txq_urgent = e->worker >= 0 ? (uint16_t)(need + (unsigned)e->worker) : e->txq;
 	}
+	/* Urgent queues first in each receiver's list: it polls them first. */
+	for (unsigned u = 0; u < 2; u++)
+		for (unsigned q = u ? 0 : need; q < (u ? need : l->nqueues); q++) {
+			unsigned r = q % l->receivers;
+			struct gw_layout_entry *e = &l->e[receivers ? 1 + workers + r : 0];
+			e->rxq[e->nrxq++] = (uint16_t)q;
+			e->nrxq_urgent += !u;
+		}
 	return 0;
 }
 
@@ -64,7 +72,8 @@ void gw_layout_rx_queues(const struct gw_layout_entry *e, char *buf, size_t len)
 	size_t n = 0;
 	buf[0] = '\0';
 	for (unsigned q = 0; q < e->nrxq && n < len; q++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%u", q ? "," : "", e->rxq[q]);
+		n += (size_t)snprintf(buf + n, len - n, "%s%u%s", q ? "," : "", e->rxq[q],
+				      q < e->nrxq_urgent ? "u" : "");
 }
 
 void gw_layout_describe(const struct gw_layout *l, unsigned i, char *buf, size_t len)
@@ -73,6 +82,10 @@ void gw_layout_describe(const struct gw_layout *l, unsigned i, char *buf, size_t
 	char roles[64], rxq[128];
 	gw_layout_roles(e, roles, sizeof(roles));
 	gw_layout_rx_queues(e, rxq, sizeof(rxq));
-	snprintf(buf, len, "lcore %u: tx queue %u, rx queues [%s], %s", e->lcore_id, e->txq, rxq,
-		 roles);
+	if (e->txq_urgent != e->txq)
+		snprintf(buf, len, "lcore %u: tx queues %u and %u (urgent), rx queues [%s], %s",
+			 e->lcore_id, e->txq, e->txq_urgent, rxq, roles);
+	else
+		snprintf(buf, len, "lcore %u: tx queue %u, rx queues [%s], %s", e->lcore_id, e->txq,
+			 rxq, roles);
 }

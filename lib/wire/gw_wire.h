@@ -48,6 +48,16 @@ struct gw_addr {
 	uint16_t port;
 };
 
+/*
+ * The lane field's top bit: a lane of the urgent class. Each sender has one
+ * lane of each class to each peer, with its own sequence and SACK space, so
+ * a lost bulk frame never holds up urgent delivery.
+ */
+#define GW_LANE_URGENT 0x8000u
+
+/* Classes of message: each has its own channel ring, lanes and frames. */
+enum gw_class { GW_CLASS_BULK = 0, GW_CLASS_URGENT = 1, GW_CLASSES = 2 };
+
 /* Decoded gridwire header. */
 struct gw_hdr {
 	uint8_t type;

@@ -65,9 +65,9 @@ int main(int argc, char **argv)
 		gw_chan_send(&c, 2, gw_ctl_ep_id("nowhere"), "harmless", 8);
 	if (!strcmp(argv[2], "desc")) {
 		struct gw_chan_desc d = { .pos = 0, .len = 60000, .node = 2, .ep = 1 };
-		rte_ring_sp_enqueue_elem(c.tx_ring, &d, sizeof(d));
+		rte_ring_sp_enqueue_elem(c.tx[GW_CLASS_BULK].ring, &d, sizeof(d));
 	} else if (!strcmp(argv[2], "ring")) {
-		c.tx_ring->prod.tail += 1000000;
+		c.tx[GW_CLASS_BULK].ring->prod.tail += 1000000;
 	} else {
 		srand(7);
 		for (uint32_t i = 0; i < c.size; i++)

@@ -81,7 +81,7 @@ static void rig_init(struct rig *r, uint16_t max_rec, uint16_t quantum, unsigned
 	}
 	r->k = calloc(1, sizeof(*r->k));
 	r->k->window = window;
-	gw_batch_init(&r->b, &ops, r->k, max_rec, quantum);
+	gw_batch_init(&r->b, &ops, r->k, GW_CLASS_BULK, max_rec, quantum);
 }
 
 static void rig_fini(struct rig *r)
@@ -185,7 +185,7 @@ static void test_window_backpressure(void)
 	CU_ASSERT_EQUAL(gw_batch_pass(&r.b, r.chans, 1), 2 * per);
 	CU_ASSERT_EQUAL(r.b.full_stops, 1);
 	struct gw_chan_msg m[1];
-	CU_ASSERT_EQUAL(gw_chan_peek(&r.gw[0], m, 1), 1);
+	CU_ASSERT_EQUAL(gw_chan_peek(&r.gw[0], GW_CLASS_BULK, m, 1), 1);
 	CU_ASSERT_EQUAL(m[0].msg_id, 2 * per);
 	/* The client sees the backpressure once its arena is used up. */
 	uint8_t big[8192] = { 0 };

@@ -112,9 +112,9 @@ static void deliver_reject(uint16_t node, uint32_t msg_id, int err)
 static bool take(struct gw_chan_msg *m, struct call_hdr *h)
 {
 	for (int i = 0; i < 1000; i++) {
-		if (gw_chan_peek(&fake.gw, m, 1) == 1) {
+		if (gw_chan_peek(&fake.gw, GW_CLASS_BULK, m, 1) == 1) {
 			memcpy(h, m->data, sizeof(*h));
-			gw_chan_consume(&fake.gw, 1);
+			gw_chan_consume(&fake.gw, GW_CLASS_BULK, 1);
 			return true;
 		}
 		usleep(1000);
@@ -126,14 +126,14 @@ static bool take(struct gw_chan_msg *m, struct call_hdr *h)
 static void far_side(void)
 {
 	struct gw_chan_msg m;
-	while (fake.gw.shm && gw_chan_peek(&fake.gw, &m, 1) == 1) {
+	while (fake.gw.shm && gw_chan_peek(&fake.gw, GW_CLASS_BULK, &m, 1) == 1) {
 		struct call_hdr h;
 		uint8_t body[256];
 		uint16_t len = (uint16_t)(m.len - sizeof(h));
 		memcpy(&h, m.data, sizeof(h));
 		memcpy(body, m.data + sizeof(h), len < sizeof(body) ? len : sizeof(body));
 		uint16_t node = m.node;
-		gw_chan_consume(&fake.gw, 1);
+		gw_chan_consume(&fake.gw, GW_CLASS_BULK, 1);
 		fake.requests++;
 		if (h.type != CT_CALL)
 			continue;

@@ -33,17 +33,17 @@ static void test_round_trip(void)
 	CU_ASSERT(gw_chan_send(&cl, 2, 0xabcd, "hello", 5) == 0);
 	CU_ASSERT(gw_chan_send(&cl, 3, 0xbeef, "world!", 6) == 0);
 	struct gw_chan_msg m[4];
-	CU_ASSERT_EQUAL_FATAL(gw_chan_peek(&gw, m, 4), 2);
+	CU_ASSERT_EQUAL_FATAL(gw_chan_peek(&gw, GW_CLASS_BULK, m, 4), 2);
 	CU_ASSERT(m[0].len == 5 && m[0].node == 2 && m[0].ep == 0xabcd && m[0].msg_id == 0);
 	CU_ASSERT(memcmp(m[0].data, "hello", 5) == 0);
 	CU_ASSERT(m[1].len == 6 && m[1].node == 3 && m[1].msg_id == 1);
 	/* Peeking again without consuming shows the same messages. */
-	CU_ASSERT_EQUAL(gw_chan_peek(&gw, m, 4), 2);
-	gw_chan_consume(&gw, 1);
-	CU_ASSERT_EQUAL(gw_chan_peek(&gw, m, 4), 1);
+	CU_ASSERT_EQUAL(gw_chan_peek(&gw, GW_CLASS_BULK, m, 4), 2);
+	gw_chan_consume(&gw, GW_CLASS_BULK, 1);
+	CU_ASSERT_EQUAL(gw_chan_peek(&gw, GW_CLASS_BULK, m, 4), 1);
 	CU_ASSERT(m[0].msg_id == 1 && memcmp(m[0].data, "world!", 6) == 0);
-	gw_chan_consume(&gw, 1);
-	CU_ASSERT_EQUAL(gw_chan_peek(&gw, m, 4), 0);
+	gw_chan_consume(&gw, GW_CLASS_BULK, 1);
+	CU_ASSERT_EQUAL(gw_chan_peek(&gw, GW_CLASS_BULK, m, 4), 0);
 
 	struct gw_chan_desc d = { .len = 3, .node = 9, .ep = 42, .chan = 5, .kind = 1 };
 	CU_ASSERT(gw_chan_deliver(&gw, 0, &d, "abc") == 0);
@@ -76,8 +76,8 @@ static void test_full_and_oversize(void)
 	CU_ASSERT_EQUAL(sent, 4);
 	CU_ASSERT_EQUAL(gw_chan_send(&cl, 2, 1, big, 1024), -EAGAIN);
 	struct gw_chan_msg m[8];
-	CU_ASSERT_EQUAL(gw_chan_peek(&gw, m, 1), 1);
-	gw_chan_consume(&gw, 1);
+	CU_ASSERT_EQUAL(gw_chan_peek(&gw, GW_CLASS_BULK, m, 1), 1);
+	gw_chan_consume(&gw, GW_CLASS_BULK, 1);
 	CU_ASSERT_EQUAL(gw_chan_send(&cl, 2, 1, big, 1024), 0);
 	/* The descriptor ring fills with small messages: 63 usable slots. */
 	struct gw_chan gw2, cl2;
@@ -116,14 +116,14 @@ static void test_wrap(void)
 			continue;
 		}
 		struct gw_chan_msg m[GW_CHAN_BURST];
-		unsigned n = gw_chan_peek(&gw, m, GW_CHAN_BURST);
+		unsigned n = gw_chan_peek(&gw, GW_CLASS_BULK, m, GW_CHAN_BURST);
 		CU_ASSERT_FATAL(n > 0);
 		for (unsigned i = 0; i < n; i++, got++) {
 			CU_ASSERT_EQUAL(m[i].ep, got);
 			CU_ASSERT_EQUAL(m[i].len, 1 + (got * 37) % 1000);
 			CU_ASSERT(m[i].data[0] == (got & 0xff) && m[i].data[m[i].len - 1] == (got & 0xff));
 		}
-		gw_chan_consume(&gw, n);
+		gw_chan_consume(&gw, GW_CLASS_BULK, n);
 	}
 	gw_chan_close(&cl);
 	gw_chan_close(&gw);
@@ -143,12 +143,12 @@ static void test_garbage(void)
 		struct gw_chan g2, c2;
 		pair(&g2, &c2, &small);
 		CU_ASSERT(gw_chan_send(&c2, 1, 1, "ok", 2) == 0);
-		rte_ring_sp_enqueue_elem(c2.tx_ring, &bad[k], sizeof(bad[k]));
+		rte_ring_sp_enqueue_elem(c2.tx[GW_CLASS_BULK].ring, &bad[k], sizeof(bad[k]));
 		struct gw_chan_msg m[4];
-		CU_ASSERT_EQUAL(gw_chan_peek(&g2, m, 4), 1); /* the good one before it */
+		CU_ASSERT_EQUAL(gw_chan_peek(&g2, GW_CLASS_BULK, m, 4), 1); /* the good one before it */
 		CU_ASSERT(g2.broken);
-		gw_chan_consume(&g2, 1);
-		CU_ASSERT_EQUAL(gw_chan_peek(&g2, m, 4), 0);
+		gw_chan_consume(&g2, GW_CLASS_BULK, 1);
+		CU_ASSERT_EQUAL(gw_chan_peek(&g2, GW_CLASS_BULK, m, 4), 0);
 		gw_chan_close(&c2);
 		gw_chan_close(&g2);
 	}
@@ -185,20 +185,20 @@ static void test_ring_header_garbage(void)
 	pair(&gw, &cl, &small);
 	for (int i = 0; i < 10; i++)
 		CU_ASSERT(gw_chan_send(&cl, 1, 1, "abcdefgh", 8) == 0);
-	cl.tx_ring->size = 0x80000000u;
-	cl.tx_ring->mask = 0xffffffffu;
-	cl.tx_ring->capacity = 0xffffffffu;
+	cl.tx[GW_CLASS_BULK].ring->size = 0x80000000u;
+	cl.tx[GW_CLASS_BULK].ring->mask = 0xffffffffu;
+	cl.tx[GW_CLASS_BULK].ring->capacity = 0xffffffffu;
 	cl.rx[0].ring->mask = 0xffffffffu;
 	struct gw_chan_msg m[GW_CHAN_BURST];
-	CU_ASSERT_EQUAL(gw_chan_peek(&gw, m, GW_CHAN_BURST), 10);
-	gw_chan_consume(&gw, 10);
+	CU_ASSERT_EQUAL(gw_chan_peek(&gw, GW_CLASS_BULK, m, GW_CHAN_BURST), 10);
+	gw_chan_consume(&gw, GW_CLASS_BULK, 10);
 	struct gw_chan_desc d = { .len = 4, .kind = 1 };
 	for (int i = 0; i < 100; i++)
 		gw_chan_deliver(&gw, 0, &d, "abcd"); /* stays inside the region: valgrind/ASan would say */
 	CU_ASSERT_FALSE(gw.broken);
 	/* The client claims a million descriptors: impossible for a 64-slot ring. */
-	cl.tx_ring->prod.tail += 1000000;
-	CU_ASSERT_EQUAL(gw_chan_peek(&gw, m, GW_CHAN_BURST), 0);
+	cl.tx[GW_CLASS_BULK].ring->prod.tail += 1000000;
+	CU_ASSERT_EQUAL(gw_chan_peek(&gw, GW_CLASS_BULK, m, GW_CHAN_BURST), 0);
 	CU_ASSERT(gw.broken);
 	/* A wild consumer position on RX only makes the client's own ring look full. */
 	cl.rx[0].ring->cons.tail = gw.rx[0].pos - 5000;
@@ -245,13 +245,13 @@ static void test_two_processes(void)
 	uint64_t got = 0, put = 0, bad = 0;
 	while (got < n || put < n) {
 		struct gw_chan_msg m[GW_CHAN_BURST];
-		unsigned k = gw_chan_peek(&gw, m, GW_CHAN_BURST);
+		unsigned k = gw_chan_peek(&gw, GW_CLASS_BULK, m, GW_CHAN_BURST);
 		for (unsigned i = 0; i < k; i++, got++) {
 			uint64_t v;
 			memcpy(&v, m[i].data, sizeof(v));
 			bad += v != got || m[i].len != 16 + got % 200 || m[i].ep != (uint32_t)got;
 		}
-		gw_chan_consume(&gw, k);
+		gw_chan_consume(&gw, GW_CLASS_BULK, k);
 		struct gw_chan_desc d = { .len = 8, .kind = 1 };
 		while (put < n && gw_chan_deliver(&gw, 0, &d, &put) == 0)
 			put++;

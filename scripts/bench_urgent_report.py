@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""bench_urgent_report.py DIR: urgent.json, report.txt and urgent.png from
+the runs scripts/bench_urgent.sh left in DIR."""
+import json
+import os
+import sys
+
+out = sys.argv[1]
+
+
+def load(name):
+    path = os.path.join(out, name)
+    return json.load(open(path)) if os.path.exists(path) and os.path.getsize(path) else None
+
+
+def lat(rx):
+    l = rx["lat_us"]
+    return {"p50_us": l["p50"], "p99_us": l["p99"], "p999_us": l["p999"], "max_us": l["max"]}
+
+
+def sent(name):
+    n = 0
+    for f in os.listdir(out):
+        if f.startswith(name + "-tx") and f.endswith(".json"):
+            d = load(f)
+            n += d["sent"] if d else 0
+    return n
+
+
+rows = {  # key in urgent.json: (scenario, receiver)
+    "urgent_alone": ("urgent_alone", "urgent"),
+    "bulk_alone": ("bulk_alone", "bulk"),
+    "urgent_under_bulk": ("both", "urgent"),
+    "bulk_under_load": ("both", "bulk"),
+    "urgent_under_half_bulk": ("half", "urgent"),
+    "bulk_under_half_load": ("half", "bulk"),
+    "urgent_under_bulk_loss1": ("loss1", "urgent"),
+    "bulk_under_loss1": ("loss1", "bulk"),
+}
+res, hist, lost, delivered = {}, {}, 0, 0
+for key, (scen, cls) in rows.items():
+    rx = load(f"{scen}-rx-{cls}.json")
+    res[key] = lat(rx)
+    hist[key] = rx["lat_hist"]
+    delivered += rx["delivered"]
+    if rx["duplicates"] or rx["order_violations"] or rx.get("wrong_class"):
+        sys.exit(f"bench_urgent_report: {key}: duplicates, order violations or wrong class")
+for scen in ("urgent_alone", "bulk_alone", "both", "half", "loss1"):
+    lost += sent(scen)
+lost -= delivered
+floor = load("floor.json")
+res["floor"] = lat(floor)
+hist["floor"] = floor["lat_hist"]
+res["bulk_alone_msgs_per_s"] = load("bulk_alone-rx-bulk.json")["msgs_per_s"]
+res["bulk_with_urgent_msgs_per_s"] = load("both-rx-bulk.json")["msgs_per_s"]
+res["lost"] = lost
+alpha = load("gw-alpha.json") or {}
+res["urgent_frames"] = alpha.get("urgent_frames", 0)
+res["urgent_msgs_out"] = alpha.get("urgent_msgs_out", 0)
+loss_alpha = load("gw-alpha-loss1.json") or {}
+res["loss1_retrans"] = loss_alpha.get("retrans", 0)
+res["loss1_urgent_retrans"] = loss_alpha.get("urgent_retrans", 0)
+
+u, b = res["urgent_under_bulk"], res["bulk_under_load"]
+uh, bh = res["urgent_under_half_bulk"], res["bulk_under_half_load"]
+checks = [
+    ("urgent p99 <= 1/5 of bulk p99 at the maximum", u["p99_us"] * 5 <= b["p99_us"],
+     f"{u['p99_us']} us vs {b['p99_us']} us ({b['p99_us'] / max(u['p99_us'], 1):.1f}x)"),
+    ("urgent p99 <= urgent alone + 2 x floor p99",
+     u["p99_us"] <= res["urgent_alone"]["p99_us"] + 2 * res["floor"]["p99_us"],
+     f"{u['p99_us']} us vs {res['urgent_alone']['p99_us']} + 2 x {res['floor']['p99_us']} us"),
+    ("urgent p99 <= 1/10 of bulk p99 at half", uh["p99_us"] * 10 <= bh["p99_us"],
+     f"{uh['p99_us']} us vs {bh['p99_us']} us ({bh['p99_us'] / max(uh['p99_us'], 1):.1f}x)"),
+    ("bulk with urgent >= 0.95 x bulk alone",
+     res["bulk_with_urgent_msgs_per_s"] >= 0.95 * res["bulk_alone_msgs_per_s"],
+     f"{res['bulk_with_urgent_msgs_per_s'] / res['bulk_alone_msgs_per_s']:.2f}x"),
+    ("nothing lost", lost == 0, f"{lost} lost"),
+]
+res["targets"] = {name: ok for name, ok, _ in checks}
+json.dump(res, open(os.path.join(out, "urgent.json"), "w"), indent=1)
+
+lines = [f"{'':28} {'p50 us':>9} {'p99 us':>9} {'p99.9 us':>9} {'max us':>9}"]
+for key in list(rows) + ["floor"]:
+    r = res[key]
+    lines.append(f"{key:28} {r['p50_us']:>9} {r['p99_us']:>9} {r['p999_us']:>9} {r['max_us']:>9}")
+lines.append("")
+lines.append(f"bulk alone {res['bulk_alone_msgs_per_s']:,.0f} msg/s, with urgent "
+             f"{res['bulk_with_urgent_msgs_per_s']:,.0f} msg/s; lost {lost}")
+for name, ok, how in checks:
+    lines.append(f"{'met ' if ok else 'MISSED'} {name}: {how}")
+report = "\n".join(lines) + "\n"
+open(os.path.join(out, "report.txt"), "w").write(report)
+sys.stdout.write(report)
+
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:
+    sys.exit(0)
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5))
+keys = list(rows) + ["floor"]
+xs = range(len(keys))
+for i, (pk, label) in enumerate((("p50_us", "p50"), ("p99_us", "p99"), ("p999_us", "p99.9"),
+                                  ("max_us", "max"))):
+    ax1.bar([x + i * 0.2 for x in xs], [max(res[k][pk], 1) for k in keys], 0.2, label=label)
+ax1.set_yscale("log")
+ax1.set_xticks([x + 0.3 for x in xs])
+ax1.set_xticklabels(keys, rotation=35, ha="right", fontsize=8)
+ax1.set_ylabel("latency, us (log)")
+ax1.set_title("latency by class and load")
+ax1.legend()
+edges = ["le_100us", "le_1ms", "le_10ms", "le_100ms", "le_1s", "gt_1s"]
+for k in ("urgent_under_bulk", "bulk_under_load", "urgent_under_half_bulk",
+          "bulk_under_half_load", "floor"):
+    tot = sum(hist[k][e] for e in edges) or 1
+    ax2.plot(edges, [100 * hist[k][e] / tot for e in edges], marker="o", label=k)
+ax2.set_ylabel("% of messages")
+ax2.set_title("latency histogram per class")
+ax2.legend(fontsize=8)
+fig.tight_layout()
+fig.savefig(os.path.join(out, "urgent.png"), dpi=90)
