@@ -245,15 +245,18 @@ gw_wait_ready() {
 # RATE msg/s to beta's endpoint sink, trying again while beta is down; the
 # receiver keeps what it got (WORK/received.bits), the sender what it was
 # told failed (WORK/rejected.bits); their JSON in WORK/rx.json and
-# WORK/tx.json. Returns once both run; sets GW_PID_RX and GW_PID_TX.
+# WORK/tx.json. Returns once both run; sets GW_PID_RX and GW_PID_TX. With
+# GW_URGENT_EVERY=K, writers w with w % K == 0 send urgent messages (and
+# the receiver checks each writer's class).
 gw_ledger_run() {
     local work=$1 writers=$2 msgs=$3 rate=$4
     shift 4
+    local classes=(${GW_URGENT_EVERY:+--urgent-every "$GW_URGENT_EVERY"})
     gw_rx_start "$work" rx -e sink --expect $((writers * msgs)) --writers-max "$writers" -m "$msgs" \
-        --ledger "$work/received.bits" --idle-timeout 20 "$@"
+        --ledger "$work/received.bits" --idle-timeout 20 "${classes[@]}" "$@"
     ip netns exec gwa "$_GW_LIB_ROOT/build/app/gw-perf" tx -s /run/gridwire/alpha.sock -n 2 -e sink \
         -w "$writers" -m "$msgs" --rate "$rate" --retry-unreachable --ledger "$work/rejected.bits" \
-        --linger-ms 3000 >"$work/tx.json" 2>"$work/tx.err" &
+        --linger-ms 3000 "${classes[@]}" >"$work/tx.json" 2>"$work/tx.err" &
     GW_PID_TX=$!
     gw_cleanup_push _gw_stop_pid "$GW_PID_TX"
 }

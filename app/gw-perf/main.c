@@ -292,7 +292,33 @@ static void ledger_write(const struct ledger *l, const char *path)
 }
 
 /* Count REJECTs waiting for us; they name sends that were not delivered. */
-static void drain_rejects(struct gw_client *cl, const struct opts *o, struct ledger *l)
+/* Does writer w send (tx) or must it arrive (rx) in the urgent class? */
+static bool urgent_writer(const struct opts *o, uint64_t w)
+{
+	return o->urgent_every && w % o->urgent_every == 0;
+}
+
+/*
+ * The writers of each class, in the order the sends go round them: a
+ * REJECT's msg_id counts the accepted sends of its class, so its k-th
+ * send is writer of[k % n], message k / n.
+ */
+struct perf_classes {
+	uint32_t *of[2];
+	unsigned n[2];
+};
+
+static void classes_init(struct perf_classes *c, const struct opts *o)
+{
+	for (unsigned k = 0; k < 2; k++)
+		c->of[k] = calloc(o->writers, sizeof(uint32_t));
+	for (unsigned w = 0; w < o->writers; w++) {
+		unsigned k = urgent_writer(o, o->id_base + w);
+		c->of[k][c->n[k]++] = o->id_base + w;
+	}
+}
+
+static void drain_rejects(struct gw_client *cl, const struct perf_classes *c, struct ledger *l)
 {
 	struct gw_msg m;
 	uint64_t n = 0;
@@ -301,9 +327,10 @@ static void drain_rejects(struct gw_client *cl, const struct opts *o, struct led
 			if (n == 0)
 				fprintf(stderr, "gw-perf: message %u rejected: %s\n", m.msg_id,
 					strerror(-m.error));
-			/* msg_id counts accepted sends, which go round the writers. */
-			if (l->bits)
-				ledger_set(l, o->id_base + m.msg_id % o->writers, m.msg_id / o->writers);
+			unsigned k = !!(m.msg_id & GW_MSG_ID_URGENT);
+			uint32_t id = m.msg_id & ~GW_MSG_ID_URGENT;
+			if (l->bits && c->n[k])
+				ledger_set(l, c->of[k][id % c->n[k]], id / c->n[k]);
 			n++;
 		}
 	COUNT(rejected, n);
@@ -326,12 +353,6 @@ static void progress(const struct opts *o, const char *what, uint64_t done, uint
 		(double)(done - last_done) * 1e9 / (double)(t - last_ns), what);
 	last_ns = t;
 	last_done = done;
-}
-
-/* Does writer w send (tx) or must it arrive (rx) in the urgent class? */
-static bool urgent_writer(const struct opts *o, uint64_t w)
-{
-	return o->urgent_every && w % o->urgent_every == 0;
 }
 
 static int tx_one(struct gw_client *cl, const struct opts *o, uint32_t ep, const char *name,
@@ -372,6 +393,8 @@ static int run_tx(const struct opts *o)
 	struct ledger led = { 0 };
 	if (o->ledger)
 		ledger_init(&led, o->id_base + o->writers, o->msgs);
+	struct perf_classes classes = { 0 };
+	classes_init(&classes, o);
 	double c0 = cpu_s();
 	uint64_t t0 = now_ns(), pace_t0 = t0, pace_i0 = 0, pace_rate = 0, pdue = t0;
 	struct perf_stamp stamp = { 0 };
@@ -417,7 +440,7 @@ static int run_tx(const struct opts *o)
 		if (rc == -EAGAIN) {
 			waited = true;
 			COUNT(eagain, 1); /* backpressure: the channel is full, wait for room */
-			drain_rejects(cl, o, &led);
+			drain_rejects(cl, &classes, &led);
 			rc = tx_one(cl, o, ep[to], epname[to], buf, h.writer, 10000);
 		}
 		/* The node is down and we were told at once: try again later,
@@ -426,11 +449,11 @@ static int run_tx(const struct opts *o)
 			refused++;
 			waited = true;
 			nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
-			drain_rejects(cl, o, &led);
+			drain_rejects(cl, &classes, &led);
 			rc = tx_one(cl, o, ep[to], epname[to], buf, h.writer, 10000);
 		}
 		if ((i & 1023) == 1023) {
-			drain_rejects(cl, o, &led);
+			drain_rejects(cl, &classes, &led);
 			progress(o, "msgs", i + 1, total, t0);
 		}
 		if (rc < 0)
@@ -442,14 +465,16 @@ static int run_tx(const struct opts *o)
 	uint64_t t1 = now_ns();
 	if (rc < 0)
 		return fail("flush", rc);
-	drain_rejects(cl, o, &led);
+	drain_rejects(cl, &classes, &led);
 	for (uint64_t end = now_ns() + o->linger_ms * 1000000ull; now_ns() < end;) {
 		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
-		drain_rejects(cl, o, &led);
+		drain_rejects(cl, &classes, &led);
 	}
 	if (o->ledger)
 		ledger_write(&led, o->ledger);
 	free(led.bits);
+	free(classes.of[0]);
+	free(classes.of[1]);
 	double el = (double)(t1 - t0) / 1e9;
 	printf("{\"role\":\"tx\",\"sent\":%" PRIu64 ",\"rejected\":%" PRIu64
 	       ",\"refused_retries\":%" PRIu64 ",\"eagain\":%" PRIu64

@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include "gw_client_int.h"
+
+_Static_assert(GW_CHAN_MSG_URGENT == GW_MSG_ID_URGENT, "one bit marks an urgent msg_id");
 #include "gw_ctl.h"
 
 enum gw_call_type {

@@ -10,13 +10,15 @@
 # the old gateway), which is counted. On both links: on the cable the
 # restarted beta takes back its sockets from the dead one (stale files)
 # and alpha's vhost-user ends reconnect by themselves. Once more on the
-# cable with both gateways' ports parallel.
+# cable with both gateways' ports parallel. A quarter of the senders send
+# urgent messages throughout: both classes are in flight at the kill.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 BIN=$(gw_root)/build/app
 gw_workdir restart
 gw_ns_up >/dev/null
+export GW_URGENT_EVERY=4
 fail=0
 run() { # LINK [WORKERS RECEIVERS]
     export GW_LINK=$1 GW_WORKERS=${2:-0} GW_RECEIVERS=${3:-0}
@@ -72,6 +74,7 @@ if missing: bad.append(f"{missing} messages neither received nor reported")
 if rx["reordered"]: bad.append(f"{rx['reordered']} out of order")
 if rx["reconnects"] < 1: bad.append("the receiver never saw the restart")
 if rx["malformed"]: bad.append("malformed messages")
+if rx["wrong_class"]: bad.append(f"{rx['wrong_class']} messages in the wrong class")
 rx2 = json.load(open(f"{work}/rx2.json"))
 if rx2["delivered"] != 100000 or rx2["duplicates"] or rx2["order_violations"]:
     bad.append(f"after alpha's restart: {rx2}")

@@ -453,6 +453,60 @@ static void test_event_loop(void)
 	stop(cl);
 }
 
+/*
+ * The urgent class: its sends go into a ring of their own (so they can be
+ * taken ahead of bulk ones sent before them), counted apart for REJECTs;
+ * a request that came urgent is answered urgent; bad flags are -EINVAL.
+ */
+static void test_urgent(void)
+{
+	struct gw_client *cl = start();
+	struct gw_chan_msg m[4];
+	struct gw_msg r;
+	CU_ASSERT(gw_send_flags(cl, 2, 77, "b0", 2, 0, 0) == 0);
+	CU_ASSERT(gw_send_flags(cl, 2, 77, "u0", 2, 0, GW_URGENT) == 0);
+	CU_ASSERT(gw_send_flags(cl, 2, 77, "u1", 2, 0, GW_URGENT) == 0);
+	CU_ASSERT_EQUAL(gw_send_flags(cl, 2, 77, "x", 1, 0, 0x4), -EINVAL);
+	CU_ASSERT_EQUAL(gw_send_flags(cl, 2, 77, "x", 1, 0, GW_BADRPC_ERRORS), -EINVAL);
+	CU_ASSERT_EQUAL(gw_cast_flags(cl, 2, "svc", "x", 1, 0, 0x8000), -EINVAL);
+	uint32_t id;
+	CU_ASSERT_EQUAL(gw_call_start_flags(cl, 2, "svc", "x", 1, 100, 2, &id), -EINVAL);
+	/* Urgent first, in order, whatever bulk waits. */
+	CU_ASSERT_EQUAL_FATAL(gw_chan_peek(&fake.gw, GW_CLASS_URGENT, m, 4), 2);
+	CU_ASSERT(!memcmp(m[0].data, "u0", 2) && !memcmp(m[1].data, "u1", 2));
+	CU_ASSERT(m[0].msg_id == GW_MSG_ID_URGENT && m[1].msg_id == (GW_MSG_ID_URGENT | 1));
+	gw_chan_consume(&fake.gw, GW_CLASS_URGENT, 2);
+	CU_ASSERT_EQUAL_FATAL(gw_chan_peek(&fake.gw, GW_CLASS_BULK, m, 4), 1);
+	CU_ASSERT(!memcmp(m[0].data, "b0", 2) && m[0].msg_id == 0);
+	gw_chan_consume(&fake.gw, GW_CLASS_BULK, 1);
+	CU_ASSERT(gw_flush(cl, 1000) == 0);
+	/* An urgent call's REJECT finds its call by the urgent count. */
+	CU_ASSERT_FATAL(gw_call_start_flags(cl, 2, "svc", "q", 1, 5000, GW_URGENT, &id) == 0);
+	CU_ASSERT_EQUAL_FATAL(gw_chan_peek(&fake.gw, GW_CLASS_URGENT, m, 1), 1);
+	CU_ASSERT(m[0].msg_id == (GW_MSG_ID_URGENT | 2));
+	gw_chan_consume(&fake.gw, GW_CLASS_URGENT, 1);
+	deliver_reject(2, m[0].msg_id, -ENOENT);
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 1000) == 0);
+	CU_ASSERT(r.kind == GW_MSG_REPLY && r.call_id == id && r.error == -ENOENT);
+	/* A request that came urgent: flagged, and its reply goes urgent. */
+	CU_ASSERT_FATAL(gw_service(cl, "svc") == 0);
+	uint8_t req[sizeof(struct call_hdr) + 1];
+	struct call_hdr h = { .magic = 0xc7, .type = CT_CALL, .call_id = 42 };
+	memcpy(req, &h, sizeof(h));
+	req[sizeof(h)] = 'q';
+	deliver(2, gw_endpoint_id("svc"), GW_RK_MSG | GW_CHAN_KIND_URGENT, req, sizeof(req));
+	deliver(2, gw_endpoint_id("svc"), GW_RK_MSG, req, sizeof(req));
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 1000) == 0);
+	CU_ASSERT(r.kind == GW_MSG_REQUEST && r.flags == GW_URGENT);
+	CU_ASSERT(gw_reply(cl, &r, "a", 1) == 0);
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 1000) == 0);
+	CU_ASSERT(r.kind == GW_MSG_REQUEST && r.flags == 0);
+	CU_ASSERT(gw_reply(cl, &r, "b", 1) == 0);
+	CU_ASSERT_EQUAL(gw_chan_peek(&fake.gw, GW_CLASS_URGENT, m, 4), 1);
+	CU_ASSERT_EQUAL(gw_chan_peek(&fake.gw, GW_CLASS_BULK, m, 4), 1);
+	stop(cl);
+}
+
 int main(void)
 {
 	static const struct gw_test_case cases[] = {
@@ -462,6 +516,7 @@ int main(void)
 		{ "gw_call keeps other messages, bounded", test_keep_and_bound },
 		{ "pattern policies", test_patterns },
 		{ "the event-loop API", test_event_loop },
+		{ "the urgent class", test_urgent },
 		{ NULL, NULL },
 	};
 	return gw_test_run("call", cases);

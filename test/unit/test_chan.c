@@ -75,6 +75,15 @@ static void test_full_and_oversize(void)
 		sent++;
 	CU_ASSERT_EQUAL(sent, 4);
 	CU_ASSERT_EQUAL(gw_chan_send(&cl, 2, 1, big, 1024), -EAGAIN);
+	/* The urgent class has its own ring and arena (2 x msg_max here):
+	 * a full bulk one does not stop it, and it fills on its own. */
+	CU_ASSERT_EQUAL(gw_chan_send_hdr(&cl, GW_CLASS_URGENT, 2, 1, NULL, 0, big, 1024), 0);
+	CU_ASSERT_EQUAL(gw_chan_send_hdr(&cl, GW_CLASS_URGENT, 2, 1, NULL, 0, big, 1024), 0);
+	CU_ASSERT_EQUAL(gw_chan_send_hdr(&cl, GW_CLASS_URGENT, 2, 1, NULL, 0, big, 1024), -EAGAIN);
+	CU_ASSERT_EQUAL(gw_chan_send_hdr(&cl, GW_CLASSES, 2, 1, NULL, 0, big, 1), -EINVAL);
+	CU_ASSERT_EQUAL(gw_chan_backlog(&gw, GW_CLASS_URGENT), 2);
+	CU_ASSERT_EQUAL(gw_chan_backlog(&gw, GW_CLASS_BULK), 4);
+	CU_ASSERT(!gw_chan_tx_empty(&cl));
 	struct gw_chan_msg m[8];
 	CU_ASSERT_EQUAL(gw_chan_peek(&gw, GW_CLASS_BULK, m, 1), 1);
 	gw_chan_consume(&gw, GW_CLASS_BULK, 1);
