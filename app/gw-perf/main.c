@@ -361,7 +361,9 @@ static int tx_one(struct gw_client *cl, const struct opts *o, uint32_t ep, const
 	unsigned flags = urgent_writer(o, writer) ? GW_URGENT : 0;
 	if (o->cast)
 		return gw_cast_flags(cl, (uint16_t)o->node, name, buf, o->size, timeout_ms, flags);
-	return gw_send_flags(cl, (uint16_t)o->node, ep, buf, o->size, timeout_ms, flags);
+	if (flags)
+		return gw_send_flags(cl, (uint16_t)o->node, name, buf, o->size, timeout_ms, flags);
+	return gw_send_id(cl, (uint16_t)o->node, ep, buf, o->size, timeout_ms);
 }
 
 static int run_tx(const struct opts *o)

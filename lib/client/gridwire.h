@@ -141,7 +141,7 @@ int gw_send_id(struct gw_client *cl, uint16_t node, uint32_t endpoint_id, const 
 #define GW_URGENT 0x100u
 #define GW_MSG_ID_URGENT 0x80000000u /* gw_msg.msg_id of an urgent send's REJECT */
 
-int gw_send_flags(struct gw_client *cl, uint16_t node, uint32_t endpoint_id, const void *buf,
+int gw_send_flags(struct gw_client *cl, uint16_t node, const char *endpoint, const void *buf,
 		  size_t len, int timeout_ms, unsigned flags);
 int gw_cast_flags(struct gw_client *cl, uint16_t node, const char *service, const void *req,
 		  size_t len, int timeout_ms, unsigned flags);

@@ -246,18 +246,19 @@ int gw_send_id(struct gw_client *cl, uint16_t node, uint32_t endpoint_id, const 
 	return gw_client_send(cl, node, endpoint_id, NULL, 0, buf, len, timeout_ms, 0);
 }
 
-int gw_send_flags(struct gw_client *cl, uint16_t node, uint32_t endpoint_id, const void *buf,
+int gw_send_flags(struct gw_client *cl, uint16_t node, const char *endpoint, const void *buf,
 		  size_t len, int timeout_ms, unsigned flags)
 {
-	return gw_client_send(cl, node, endpoint_id, NULL, 0, buf, len, timeout_ms, flags);
+	if (!endpoint || !gw_ctl_name_ok(endpoint, GW_NAME_MAX))
+		return -EINVAL;
+	return gw_client_send(cl, node, gw_ctl_ep_id(endpoint), NULL, 0, buf, len, timeout_ms,
+			      flags);
 }
 
 int gw_send(struct gw_client *cl, uint16_t node, const char *endpoint, const void *buf,
 	    size_t len, int timeout_ms)
 {
-	if (!endpoint || !gw_ctl_name_ok(endpoint, GW_NAME_MAX))
-		return -EINVAL;
-	return gw_send_id(cl, node, gw_ctl_ep_id(endpoint), buf, len, timeout_ms);
+	return gw_send_flags(cl, node, endpoint, buf, len, timeout_ms, 0);
 }
 
 int gw_wait_fds(const struct gw_client *cl, enum gw_wait what, int fds[2])

@@ -55,4 +55,16 @@ erl -noshell +S 4 -pa "$EBIN" -eval '
     halt(case {R, After =< Before} of {ok, true} -> 0; _ -> 1 end).' \
     >"$work/eunit.log" 2>&1 || fail=1
 cat "$work/eunit.log"
+# The urgent test's messages went as urgent ones: beta (never restarted)
+# counted them on its urgent lanes: the 5,000 sends, and the replies.
+GW_PID_A=$(cat "$work/alpha.pid")
+gw_gateways_down
+python3 - "$work" <<'PY' || fail=1
+import json, sys
+b = json.load(open(f"{sys.argv[1]}/beta.json"))
+ok = b["urgent_msgs_in"] >= 5000 and b["urgent_msgs_out"] >= 2
+print(f"{'ok' if ok else 'FAIL'}: urgent messages: beta took {b['urgent_msgs_in']} "
+      f"and sent {b['urgent_msgs_out']} (replies)")
+sys.exit(0 if ok else 1)
+PY
 exit $fail

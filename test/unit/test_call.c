@@ -463,11 +463,11 @@ static void test_urgent(void)
 	struct gw_client *cl = start();
 	struct gw_chan_msg m[4];
 	struct gw_msg r;
-	CU_ASSERT(gw_send_flags(cl, 2, 77, "b0", 2, 0, 0) == 0);
-	CU_ASSERT(gw_send_flags(cl, 2, 77, "u0", 2, 0, GW_URGENT) == 0);
-	CU_ASSERT(gw_send_flags(cl, 2, 77, "u1", 2, 0, GW_URGENT) == 0);
-	CU_ASSERT_EQUAL(gw_send_flags(cl, 2, 77, "x", 1, 0, 0x4), -EINVAL);
-	CU_ASSERT_EQUAL(gw_send_flags(cl, 2, 77, "x", 1, 0, GW_BADRPC_ERRORS), -EINVAL);
+	CU_ASSERT(gw_send_flags(cl, 2, "ep", "b0", 2, 0, 0) == 0);
+	CU_ASSERT(gw_send_flags(cl, 2, "ep", "u0", 2, 0, GW_URGENT) == 0);
+	CU_ASSERT(gw_send_flags(cl, 2, "ep", "u1", 2, 0, GW_URGENT) == 0);
+	CU_ASSERT_EQUAL(gw_send_flags(cl, 2, "ep", "x", 1, 0, 0x4), -EINVAL);
+	CU_ASSERT_EQUAL(gw_send_flags(cl, 2, "ep", "x", 1, 0, GW_BADRPC_ERRORS), -EINVAL);
 	CU_ASSERT_EQUAL(gw_cast_flags(cl, 2, "svc", "x", 1, 0, 0x8000), -EINVAL);
 	uint32_t id;
 	CU_ASSERT_EQUAL(gw_call_start_flags(cl, 2, "svc", "x", 1, 100, 2, &id), -EINVAL);

@@ -33,6 +33,7 @@
 
 #define EPS_SLOTS 4096u           /* endpoints and services per channel, x2 */
 #define REJECT_WINDOW (1u << 18)  /* sends whose sender a REJECT can still find */
+#define URGENT_WINDOW (1u << 14)  /* the same for urgent sends, counted apart */
 #define CHECK_EVERY 64u           /* deliveries to one process between mailbox checks */
 #define SERVERS_MAX 16            /* processes serving one service name */
 
@@ -59,6 +60,13 @@ struct sent {
 	ErlNifPid pid;
 };
 
+/* The sends of one class (the library numbers each class apart). */
+struct sent_log {
+	uint32_t next; /* the library's count of our sends of this class */
+	uint32_t size; /* of s, a power of two */
+	struct sent *s;
+};
+
 struct caller {
 	uint32_t call_id; /* 0: free */
 	ErlNifPid pid;
@@ -75,8 +83,7 @@ struct chan {
 	ErlNifPid owner;      /* the draining process: when it dies, the channel closes */
 	ErlNifMonitor owner_mon;
 	ErlNifEnv *msg_env;   /* reused for every message sent to a process */
-	uint32_t next_msg_id; /* the library's count of our sends */
-	struct sent *sent;    /* REJECT_WINDOW */
+	struct sent_log sent[2]; /* bulk, urgent */
 	struct caller calls[GW_CALLS_MAX];
 	struct ep_entry eps[EPS_SLOTS];
 	unsigned neps;
@@ -137,7 +144,8 @@ static void chan_dtor(ErlNifEnv *env, void *obj)
 			close(c->fds[i]);
 	if (c->cl)
 		gw_close(c->cl);
-	free(c->sent);
+	free(c->sent[0].s);
+	free(c->sent[1].s);
 	if (c->msg_env)
 		enif_free_env(c->msg_env);
 	if (c->ctl)
@@ -245,7 +253,7 @@ static void chan_attach(struct chan *c, struct gw_client *cl, const int dups[2])
 	c->fds[0] = dups[0];
 	c->fds[1] = dups[1];
 	c->dead = false;
-	c->next_msg_id = 0;
+	c->sent[0].next = c->sent[1].next = 0;
 }
 
 /* open(Path, Index) -> {ok, Chan} | {error, Why}; the caller drains it. */
@@ -263,11 +271,14 @@ static ERL_NIF_TERM nif_open(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
 	c->rx = enif_mutex_create("gridwire_rx");
 	c->tx = enif_mutex_create("gridwire_tx");
 	c->msg_env = enif_alloc_env();
-	c->sent = calloc(REJECT_WINDOW, sizeof(*c->sent));
+	c->sent[0] = (struct sent_log){ .size = REJECT_WINDOW,
+					.s = calloc(REJECT_WINDOW, sizeof(struct sent)) };
+	c->sent[1] = (struct sent_log){ .size = URGENT_WINDOW,
+					.s = calloc(URGENT_WINDOW, sizeof(struct sent)) };
 	enif_self(env, &c->owner);
 	struct gw_client *cl;
 	int dups[2];
-	int rc = c->ctl && c->rx && c->tx && c->msg_env && c->sent ? client_open(path, &cl, dups)
+	int rc = c->ctl && c->rx && c->tx && c->msg_env && c->sent[0].s && c->sent[1].s ? client_open(path, &cl, dups)
 								  : -ENOMEM;
 	if (rc == 0) {
 		chan_attach(c, cl, dups);
@@ -302,6 +313,19 @@ static void fail_calls(ErlNifEnv *env, struct chan *c)
 	}
 }
 
+/* The library's number for the count-th send of class cls (1: urgent). */
+static uint32_t sent_id(unsigned cls, uint32_t count)
+{
+	return (count & ~GW_MSG_ID_URGENT) | (cls ? GW_MSG_ID_URGENT : 0);
+}
+
+/* Where the sender of message msg_id is noted. */
+static struct sent *sent_slot(struct chan *c, uint32_t msg_id)
+{
+	const struct sent_log *l = &c->sent[!!(msg_id & GW_MSG_ID_URGENT)];
+	return &l->s[msg_id & (l->size - 1)];
+}
+
 /*
  * The gateway went away with whatever it had taken and not delivered:
  * each process that sent within the window hears so, once
@@ -313,9 +337,10 @@ static void tell_lost(ErlNifEnv *env, struct chan *c)
 	enum { SET = 1u << 16 };
 	ERL_NIF_TERM *told = calloc(SET, sizeof(*told));
 	unsigned ntold = 0;
-	for (uint32_t k = 1; k <= REJECT_WINDOW; k++) {
-		uint32_t id = c->next_msg_id - k; /* wraps as the ids do */
-		struct sent *s = &c->sent[id & (REJECT_WINDOW - 1)];
+	for (unsigned cls = 0; cls < 2; cls++)
+	for (uint32_t k = 1; k <= c->sent[cls].size; k++) {
+		uint32_t id = sent_id(cls, c->sent[cls].next - k); /* wraps as the ids do */
+		struct sent *s = sent_slot(c, id);
 		if (!s->set || s->msg_id != id)
 			continue;
 		/* A set of the pids told so far; past its size, some hear twice. */
@@ -335,7 +360,8 @@ static void tell_lost(ErlNifEnv *env, struct chan *c)
 		enif_clear_env(c->msg_env);
 	}
 	free(told);
-	memset(c->sent, 0, REJECT_WINDOW * sizeof(*c->sent));
+	for (unsigned cls = 0; cls < 2; cls++)
+		memset(c->sent[cls].s, 0, c->sent[cls].size * sizeof(struct sent));
 }
 
 /* Stop using the client (all three locks held): no more selects, and
@@ -602,31 +628,32 @@ static ERL_NIF_TERM nif_nodes(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 
 /* --- sending: normal schedulers, never waiting --- */
 
-/* Note who sent message number next_msg_id (tx held). */
-/* Claim message number next_msg_id for the caller, before the send (tx
- * held): the pid first, then the number, which a reader checks on both
- * sides of its read of the pid. sent_done counts it once the send took. */
-static void sent_claim(struct chan *c, ErlNifEnv *env)
+/* Claim the next message number of class cls for the caller, before the
+ * send (tx held): the pid first, then the number, which a reader checks
+ * on both sides of its read of the pid. sent_done counts it once the send
+ * took. */
+static void sent_claim(struct chan *c, ErlNifEnv *env, unsigned cls)
 {
-	struct sent *s = &c->sent[c->next_msg_id & (REJECT_WINDOW - 1)];
+	uint32_t id = sent_id(cls, c->sent[cls].next);
+	struct sent *s = sent_slot(c, id);
 	ErlNifPid self;
 	enif_self(env, &self);
 	__atomic_store_n(&s->set, false, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE); /* "unset" is seen before the new pid */
 	__atomic_store_n(&s->pid.pid, self.pid, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->msg_id, c->next_msg_id, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->msg_id, id, __ATOMIC_RELEASE);
 	__atomic_store_n(&s->set, true, __ATOMIC_RELEASE);
 }
 
-static void sent_done(struct chan *c)
+static void sent_done(struct chan *c, unsigned cls)
 {
-	c->next_msg_id++;
+	c->sent[cls].next++;
 }
 
 /* Who sent msg_id, if the window still says (rx held, senders may write). */
 static bool sent_by(struct chan *c, uint32_t msg_id, ErlNifPid *pid)
 {
-	struct sent *s = &c->sent[msg_id & (REJECT_WINDOW - 1)];
+	struct sent *s = sent_slot(c, msg_id);
 	if (!__atomic_load_n(&s->set, __ATOMIC_ACQUIRE) ||
 	    __atomic_load_n(&s->msg_id, __ATOMIC_ACQUIRE) != msg_id)
 		return false;
@@ -641,26 +668,38 @@ static bool get_payload(ErlNifEnv *env, ERL_NIF_TERM t, ErlNifBinary *b)
 	return enif_inspect_binary(env, t, b) || enif_inspect_iolist_as_binary(env, t, b);
 }
 
-/* send(Chan, Node, Endpoint, IoData) and cast(Chan, Node, Service, IoData) */
+/* Urgent: true or false, the class of a send (GW_URGENT); else badarg. */
+static bool get_urgent(ErlNifEnv *env, ERL_NIF_TERM t, unsigned *cls)
+{
+	if (t != a_true && t != a_false)
+		return false;
+	*cls = t == a_true;
+	return true;
+}
+
+/* send(Chan, Node, Endpoint, IoData, Urgent) and cast(Chan, Node, Service,
+ * IoData, Urgent) */
 static ERL_NIF_TERM send_or_cast(ErlNifEnv *env, const ERL_NIF_TERM argv[], bool cast)
 {
 	struct chan *c;
 	uint16_t node;
 	char name[32];
 	ErlNifBinary b;
+	unsigned cls;
 	if (!get_chan(env, argv[0], &c) || !get_node(env, argv[1], &node) ||
-	    !get_payload(env, argv[3], &b))
+	    !get_payload(env, argv[3], &b) || !get_urgent(env, argv[4], &cls))
 		return enif_make_badarg(env);
 	if (get_name(env, argv[2], name, sizeof(name)) < 0)
 		return error_tuple(env, -EINVAL);
+	unsigned flags = cls ? GW_URGENT : 0;
 	enif_mutex_lock(c->tx);
 	int rc = -EPIPE;
 	if (c->cl && !c->dead) {
-		sent_claim(c, env);
-		rc = cast ? gw_cast(c->cl, node, name, b.data, b.size, 0)
-			  : gw_send(c->cl, node, name, b.data, b.size, 0);
+		sent_claim(c, env, cls);
+		rc = cast ? gw_cast_flags(c->cl, node, name, b.data, b.size, 0, flags)
+			  : gw_send_flags(c->cl, node, name, b.data, b.size, 0, flags);
 		if (rc == 0)
-			sent_done(c);
+			sent_done(c, cls);
 	}
 	enif_mutex_unlock(c->tx);
 	return rc < 0 ? error_tuple(env, rc) : a_ok;
@@ -676,8 +715,8 @@ static ERL_NIF_TERM nif_cast(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
 	return send_or_cast(env, argv, true);
 }
 
-/* call(Chan, Node, Service, IoData, TimeoutMs) -> {ok, CallId} | {error, Why};
- * the outcome comes as {gridwire_reply, Index, CallId, Result}. */
+/* call(Chan, Node, Service, IoData, TimeoutMs, Urgent) -> {ok, CallId} |
+ * {error, Why}; the outcome comes as {gridwire_reply, Index, CallId, Result}. */
 static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
 	struct chan *c;
@@ -685,9 +724,10 @@ static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
 	char name[32];
 	ErlNifBinary b;
 	int timeout;
+	unsigned cls;
 	if (!get_chan(env, argv[0], &c) || !get_node(env, argv[1], &node) ||
 	    !get_payload(env, argv[3], &b) || !enif_get_int(env, argv[4], &timeout) ||
-	    timeout <= 0)
+	    timeout <= 0 || !get_urgent(env, argv[5], &cls))
 		return enif_make_badarg(env);
 	if (get_name(env, argv[2], name, sizeof(name)) < 0)
 		return error_tuple(env, -EINVAL);
@@ -698,10 +738,11 @@ static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
 	bool idle = false;
 	if (c->cl && !c->dead) {
 		idle = gw_wait_ms(c->cl) < 0; /* the channel's process sleeps with no deadline */
-		sent_claim(c, env);
-		rc = gw_call_start(c->cl, node, name, b.data, b.size, timeout, &id);
+		sent_claim(c, env, cls);
+		rc = gw_call_start_flags(c->cl, node, name, b.data, b.size, timeout,
+					 cls ? GW_URGENT : 0, &id);
 		if (rc == 0) {
-			sent_done(c);
+			sent_done(c, cls);
 			struct caller *k = &c->calls[id % GW_CALLS_MAX];
 			k->call_id = id;
 			enif_self(env, &k->pid);
@@ -735,26 +776,28 @@ static ERL_NIF_TERM nif_forget(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
 	return a_ok;
 }
 
-/* respond(Chan, Node, Sender, CallId, Failed, IoData) -> ok | {error, Why} */
+/* respond(Chan, Node, Sender, CallId, Failed, IoData, Urgent) -> ok |
+ * {error, Why}: Urgent as the request came */
 static ERL_NIF_TERM nif_respond(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
 	struct chan *c;
 	uint16_t node;
-	unsigned sender, call_id;
+	unsigned sender, call_id, cls;
 	ErlNifBinary b;
 	if (!get_chan(env, argv[0], &c) || !get_node(env, argv[1], &node) ||
 	    !enif_get_uint(env, argv[2], &sender) || sender > UINT16_MAX ||
-	    !enif_get_uint(env, argv[3], &call_id) || !get_payload(env, argv[5], &b))
+	    !enif_get_uint(env, argv[3], &call_id) || !get_payload(env, argv[5], &b) ||
+	    !get_urgent(env, argv[6], &cls))
 		return enif_make_badarg(env);
 	struct gw_msg req = { .kind = GW_MSG_REQUEST, .node = node, .sender = (uint16_t)sender,
-			      .call_id = call_id };
+			      .call_id = call_id, .flags = cls ? GW_URGENT : 0 };
 	enif_mutex_lock(c->tx);
 	int rc = -EPIPE;
 	if (c->cl && !c->dead) {
-		sent_claim(c, env);
+		sent_claim(c, env, cls);
 		rc = gw_respond(c->cl, &req, argv[4] == a_true, b.data, b.size, 0);
 		if (rc == 0)
-			sent_done(c);
+			sent_done(c, cls);
 	}
 	enif_mutex_unlock(c->tx);
 	return rc < 0 ? error_tuple(env, rc) : a_ok;
@@ -847,9 +890,10 @@ static struct ep_entry *dispatch(ErlNifEnv *env, struct chan *c, const struct gw
 		else if (m->kind == GW_MSG_CAST)
 			msg = enif_make_tuple3(e, a_gridwire_cast, from, payload(c, m, false, &bad));
 		else
-			msg = enif_make_tuple5(e, a_gridwire_request, from,
+			msg = enif_make_tuple6(e, a_gridwire_request, from,
 					       enif_make_uint(e, m->sender),
 					       enif_make_uint(e, m->call_id),
+					       m->flags & GW_URGENT ? a_true : a_false,
 					       payload(c, m, false, &bad));
 		if (bad) {
 			c->bad_terms++;
@@ -1006,11 +1050,11 @@ static ErlNifFunc funcs[] = {
 	{ "register", 5, nif_register, DIRTY },
 	{ "unregister", 3, nif_unregister, DIRTY },
 	{ "nodes", 1, nif_nodes, DIRTY },
-	{ "send", 4, nif_send, 0 },
-	{ "cast", 4, nif_cast, 0 },
-	{ "call", 5, nif_call, 0 },
+	{ "send", 5, nif_send, 0 },
+	{ "cast", 5, nif_cast, 0 },
+	{ "call", 6, nif_call, 0 },
 	{ "forget", 2, nif_forget, 0 },
-	{ "respond", 6, nif_respond, 0 },
+	{ "respond", 7, nif_respond, 0 },
 	{ "drain", 2, nif_drain, 0 },
 	{ "local_node", 1, nif_local_node, 0 },
 	{ "node_up", 2, nif_node_up, 0 },

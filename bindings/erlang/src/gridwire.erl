@@ -6,6 +6,13 @@
 %%   gridwire:call(Node, Service, Req, T)     instead of erpc:call/4
 %%   cast_one, cast_all, call_one, call_any, call_all, call_all_wait
 %%
+%% Urgent messages: send/4 and cast/4 take #{timeout => Ms, urgent => true}
+%% in place of a timeout, call/5 and the patterns #{urgent => true} in
+%% their options. An urgent message never waits behind bulk ones (the
+%% gateway takes it first, on a lane of its own); each process's urgent
+%% messages stay in order, and may overtake its bulk ones. A reply travels
+%% in its request's class.
+%%
 %% A Node is a gateway node id (an integer) or its name (an atom, as
 %% nodes/0 lists them). Terms travel as term_to_binary and arrive decoded
 %% (binary_to_term with [safe]): a process that registered an endpoint
@@ -25,7 +32,7 @@
 -module(gridwire).
 -compile({no_auto_import, [register/2, nodes/0]}).
 -export([start/0, start/1, stop/0, env/1]).
--export([send/3, send/4, cast/3, cast/4, call/4]).
+-export([send/3, send/4, cast/3, cast/4, call/4, call/5]).
 -export([register/1, register/2, unregister/1, serve/2, serve/3, unserve/1]).
 -export([cast_one/3, cast_all/3, cast_all/4, call_one/4, call_one/5, call_any/4, call_any/5,
          call_all/4, call_all/5, call_all_wait/4]).
@@ -66,39 +73,51 @@ chan() -> element(1, pick()).
 %% --- messages ---
 
 send(Node, Endpoint, Msg) ->
-    gridwire_nif:send(chan(), node_id(Node), Endpoint, term_to_binary(Msg)).
+    gridwire_nif:send(chan(), node_id(Node), Endpoint, term_to_binary(Msg), false).
 
-%% As send/3, waiting up to TimeoutMs for room in a full channel.
-send(Node, Endpoint, Msg, TimeoutMs) ->
+%% As send/3, waiting up to TimeoutMs for room in a full channel; or with
+%% options #{timeout => Ms (0: none), urgent => boolean()}.
+send(Node, Endpoint, Msg, Opts) ->
+    {T, U} = send_opts(Opts),
     Bin = term_to_binary(Msg),
     C = chan(),
     N = node_id(Node),
-    retry(fun() -> gridwire_nif:send(C, N, Endpoint, Bin) end, deadline(TimeoutMs)).
+    retry(fun() -> gridwire_nif:send(C, N, Endpoint, Bin, U) end, deadline(T)).
 
 cast(Node, Service, Req) ->
-    gridwire_nif:cast(chan(), node_id(Node), Service, term_to_binary(Req)).
+    gridwire_nif:cast(chan(), node_id(Node), Service, term_to_binary(Req), false).
 
-cast(Node, Service, Req, TimeoutMs) ->
+cast(Node, Service, Req, Opts) ->
+    {T, U} = send_opts(Opts),
     Bin = term_to_binary(Req),
     C = chan(),
     N = node_id(Node),
-    retry(fun() -> gridwire_nif:cast(C, N, Service, Bin) end, deadline(TimeoutMs)).
+    retry(fun() -> gridwire_nif:cast(C, N, Service, Bin, U) end, deadline(T)).
+
+%% A timeout, or a map of options: {TimeoutMs, Urgent}.
+send_opts(TimeoutMs) when is_integer(TimeoutMs) -> {TimeoutMs, false};
+send_opts(#{} = Opts) -> {maps:get(timeout, Opts, 0), urgent(Opts)}.
+
+urgent(Opts) -> maps:get(urgent, Opts, false) =:= true.
 
 %% {ok, Reply} | {error, Reason} | {badrpc, nodedown | unreachable}. The
 %% service's function returned {ok, Reply} or {error, Reason}; a call
 %% always ends: reply, error, timeout, or its node down.
-call(Node, Service, Req, TimeoutMs) ->
-    case call_start(Node, Service, term_to_binary(Req), TimeoutMs) of
+call(Node, Service, Req, TimeoutMs) -> call(Node, Service, Req, TimeoutMs, #{}).
+
+%% As call/4, with options: #{urgent => true}.
+call(Node, Service, Req, TimeoutMs, Opts) ->
+    case call_start(Node, Service, term_to_binary(Req), TimeoutMs, urgent(Opts)) of
         {ok, Ref} -> call_wait(Ref, TimeoutMs);
         Error -> Error
     end.
 
-call_start(_, _, _, TimeoutMs) when not is_integer(TimeoutMs); TimeoutMs =< 0 ->
+call_start(_, _, _, TimeoutMs, _) when not is_integer(TimeoutMs); TimeoutMs =< 0 ->
     {error, einval}; % a call always has a deadline
-call_start(Node, Service, Bin, TimeoutMs) ->
+call_start(Node, Service, Bin, TimeoutMs, Urgent) ->
     {C, _, I} = pick(),
     N = node_id(Node),
-    case retry(fun() -> gridwire_nif:call(C, N, Service, Bin, TimeoutMs) end,
+    case retry(fun() -> gridwire_nif:call(C, N, Service, Bin, TimeoutMs, Urgent) end,
                deadline(TimeoutMs)) of
         {ok, Id} -> {ok, {C, I, Id}};
         {error, ehostunreach} -> {badrpc, unreachable};
@@ -175,7 +194,7 @@ cast_one(Nodes, Service, Req) ->
 
 first_cast(_, [], _, _) -> {error, ehostunreach};
 first_cast(C, [N | Rest], Service, Bin) ->
-    case gridwire_nif:cast(C, N, Service, Bin) of
+    case gridwire_nif:cast(C, N, Service, Bin, false) of
         ok -> {ok, N};
         {error, ehostunreach} -> first_cast(C, Rest, Service, Bin);
         E -> E
@@ -190,7 +209,7 @@ cast_all(Nodes, Service, Req, Opts) ->
     C = chan(),
     Strict = maps:get(strict, Opts, false),
     Errors = [E || N <- Nodes,
-                   E <- [case gridwire_nif:cast(C, node_id(N), Service, Bin) of
+                   E <- [case gridwire_nif:cast(C, node_id(N), Service, Bin, urgent(Opts)) of
                              {error, ehostunreach} -> {badrpc, unreachable};
                              R -> R
                          end],
@@ -203,7 +222,7 @@ call_one([], _, _, _, _) -> {error, einval};
 call_one(Nodes, Service, Req, T, Opts) ->
     Strict = maps:get(strict, Opts, false),
     lists:foldl(fun(_, {ok, _} = Done) -> Done;
-                   (N, Best) -> pick_best(Best, {call(N, Service, Req, T), Strict})
+                   (N, Best) -> pick_best(Best, {call(N, Service, Req, T, Opts), Strict})
                 end, {badrpc, unreachable}, Nodes).
 
 %% All at once; the first {ok, _} wins, else the last error that counts
@@ -212,7 +231,7 @@ call_any(Nodes, Service, Req, T) -> call_any(Nodes, Service, Req, T, #{}).
 call_any([], _, _, _, _) -> {error, einval};
 call_any(Nodes, Service, Req, T, Opts) ->
     Strict = maps:get(strict, Opts, false),
-    Started = start_all(Nodes, Service, Req, T),
+    Started = start_all(Nodes, Service, Req, T, urgent(Opts)),
     collect_any(Started, Strict, {badrpc, unreachable}, T).
 
 collect_any([], _, Best, _) -> Best;
@@ -229,7 +248,7 @@ call_all(Nodes, Service, Req, T) -> call_all(Nodes, Service, Req, T, #{}).
 call_all([], _, _, _, _) -> {error, einval};
 call_all(Nodes, Service, Req, T, Opts) ->
     Strict = maps:get(strict, Opts, false),
-    Outcomes = all_outcomes(Nodes, Service, Req, T),
+    Outcomes = all_outcomes(Nodes, Service, Req, T, urgent(Opts)),
     case [R || {_, R} <- Outcomes, outcome_counts(R, Strict)] of
         [E | _] -> E;
         [] ->
@@ -241,11 +260,11 @@ call_all(Nodes, Service, Req, T, Opts) ->
 
 %% All at once, every outcome: {[{Node, Reply}], [{Node, Error}]}.
 call_all_wait(Nodes, Service, Req, T) ->
-    Outcomes = all_outcomes(Nodes, Service, Req, T),
+    Outcomes = all_outcomes(Nodes, Service, Req, T, false),
     {[{N, V} || {N, {ok, V}} <- Outcomes], [{N, E} || {N, E} <- Outcomes, element(1, E) =/= ok]}.
 
-all_outcomes(Nodes, Service, Req, T) ->
-    Started = start_all(Nodes, Service, Req, T),
+all_outcomes(Nodes, Service, Req, T, Urgent) ->
+    Started = start_all(Nodes, Service, Req, T, Urgent),
     Got = collect_all(Started, T, #{}),
     [{N, maps:get(K, Got)} || {K, N, _} <- Started].
 
@@ -255,9 +274,9 @@ collect_all(Started, T, Acc) ->
     collect_all(Rest, T, Acc#{K => R}).
 
 %% [{Key, Node, {ok, Ref} | Outcome}], Key its place in the list.
-start_all(Nodes, Service, Req, T) ->
+start_all(Nodes, Service, Req, T, Urgent) ->
     Bin = term_to_binary(Req),
-    lists:zipwith(fun(K, N) -> {K, N, call_start(N, Service, Bin, T)} end,
+    lists:zipwith(fun(K, N) -> {K, N, call_start(N, Service, Bin, T, Urgent)} end,
                   lists:seq(1, length(Nodes)), Nodes).
 
 %% The next outcome of the started calls: those that never started first.

@@ -2,8 +2,8 @@
 %% The NIF over libgridwire (c_src/gridwire_nif.c). Not an API: gridwire
 %% and gridwire_chan use it.
 -module(gridwire_nif).
--export([open/2, close/1, reconnect/2, register/5, unregister/3, nodes/1, send/4, cast/4,
-         call/5, forget/2, respond/6, drain/2, local_node/1, node_up/2,
+-export([open/2, close/1, reconnect/2, register/5, unregister/3, nodes/1, send/5, cast/5,
+         call/6, forget/2, respond/7, drain/2, local_node/1, node_up/2,
          stats/1, endpoint_id/1]).
 -on_load(load/0).
 
@@ -25,11 +25,11 @@ reconnect(_Chan, _Path) -> ?NIF.
 register(_Chan, _Name, _Pid, _Kind, _Raw) -> ?NIF.
 unregister(_Chan, _Name, _Pid) -> ?NIF.
 nodes(_Chan) -> ?NIF.
-send(_Chan, _Node, _Endpoint, _IoData) -> ?NIF.
-cast(_Chan, _Node, _Service, _IoData) -> ?NIF.
-call(_Chan, _Node, _Service, _IoData, _TimeoutMs) -> ?NIF.
+send(_Chan, _Node, _Endpoint, _IoData, _Urgent) -> ?NIF.
+cast(_Chan, _Node, _Service, _IoData, _Urgent) -> ?NIF.
+call(_Chan, _Node, _Service, _IoData, _TimeoutMs, _Urgent) -> ?NIF.
 forget(_Chan, _CallId) -> ?NIF.
-respond(_Chan, _Node, _Sender, _CallId, _Failed, _IoData) -> ?NIF.
+respond(_Chan, _Node, _Sender, _CallId, _Failed, _IoData, _Urgent) -> ?NIF.
 drain(_Chan, _Max) -> ?NIF.
 local_node(_Chan) -> ?NIF.
 node_up(_Chan, _Node) -> ?NIF.

@@ -55,8 +55,10 @@ loop(Service, Chan, Fun, Max, Running) ->
     case atomics:get(Running, 1) < Max of
         true ->
             receive
-                {gridwire_request, Node, Sender, CallId, Req} ->
-                    handle(Running, fun() -> answer(Node, Sender, CallId, run(Fun, Req)) end),
+                {gridwire_request, Node, Sender, CallId, Urgent, Req} ->
+                    handle(Running, fun() ->
+                                            answer({Node, Sender, CallId, Urgent}, run(Fun, Req))
+                                    end),
                     loop(Service, Chan, Fun, Max, Running);
                 {gridwire_cast, _Node, Req} ->
                     handle(Running, fun() -> run(Fun, Req) end),
@@ -102,17 +104,18 @@ run(Fun, Req) ->
         Class:Why -> {error, {'EXIT', {Class, Why}}}
     end.
 
-%% The answer goes on the handler's own channel; a full one is waited for
-%% up to about 100 ms, then the caller's timeout tells it.
-answer(Node, Sender, CallId, {Tag, Value}) ->
+%% The answer goes on the handler's own channel, in the request's class
+%% (urgent or not); a full one is waited for up to about 100 ms, then the
+%% caller's timeout tells it.
+answer(To, {Tag, Value}) ->
     Bin = term_to_binary(Value),
-    answer(Node, Sender, CallId, Tag =:= error, Bin, 100).
+    answer(To, Tag =:= error, Bin, 100).
 
-answer(Node, Sender, CallId, Failed, Bin, Tries) ->
-    case gridwire_nif:respond(gridwire:channel(), Node, Sender, CallId, Failed, Bin) of
+answer({Node, Sender, CallId, Urgent} = To, Failed, Bin, Tries) ->
+    case gridwire_nif:respond(gridwire:channel(), Node, Sender, CallId, Failed, Bin, Urgent) of
         {error, eagain} when Tries > 0 ->
-            receive after 1 -> answer(Node, Sender, CallId, Failed, Bin, Tries - 1) end;
+            receive after 1 -> answer(To, Failed, Bin, Tries - 1) end;
         {error, emsgsize} -> % the caller hears why rather than timing out
-            answer(Node, Sender, CallId, true, term_to_binary(reply_too_large), Tries);
+            answer(To, true, term_to_binary(reply_too_large), Tries);
         _ -> ok
     end.

@@ -143,6 +143,8 @@ gridwire_test_() ->
                {"every call outcome", {timeout, 60, fun() -> outcomes() end}},
                {"1,000 concurrent callers", {timeout, 60, fun() -> callers() end}},
                {"pattern policies, live", {timeout, 60, fun() -> patterns(Peer) end}},
+               {"urgent and bulk from each process, each in order",
+                {timeout, 120, fun() -> urgent(Peer) end}},
                {"a slow receiver: bounded mailbox, the rest rejected to its sender",
                 {timeout, 120, fun() -> bounded(Peer) end}},
                {"processes killed", {timeout, 60, fun() -> killed(Peer) end}},
@@ -186,8 +188,41 @@ outcomes() ->
     ?assertEqual({error, einval}, gridwire:send(B, <<"0123456789012345678901234567890123">>, x)),
     ?assertEqual({error, emsgsize}, gridwire:send(B, <<"sink">>, binary:copy(<<1>>, 100000))),
     ?assertEqual({error, ehostunreach}, gridwire:send(77, <<"sink">>, x)),
-    ?assertError(badarg, gridwire_nif:send(not_a_channel, 1, <<"x">>, <<>>)),
+    ?assertError(badarg, gridwire_nif:send(not_a_channel, 1, <<"x">>, <<>>, false)),
     ?assertEqual({ok, 3}, gridwire:call(B, <<"echo">>, {echo, 3}, ?T)).
+
+%% Each process sends both classes, alternating: each class arrives in
+%% its own order (an urgent message may overtake the same process's bulk
+%% ones, so the sink keys them apart). Urgent calls, casts and patterns
+%% answer as the others do; their class shows in the gateways' counters
+%% (test_erlang.sh).
+urgent(Peer) ->
+    Senders = 200, Each = 50, B = node_b(),
+    ok = peer:call(Peer, ?MODULE, sink, [<<"usink">>, 2 * Senders, Each]),
+    Self = self(),
+    [spawn(fun() ->
+                   [ok = case Q rem 2 of
+                             0 -> gridwire:send(B, <<"usink">>, {{S, urgent}, Q},
+                                                #{timeout => 10000, urgent => true});
+                             1 -> gridwire:send(B, <<"usink">>, {{S, bulk}, Q}, 10000)
+                         end || Q <- lists:seq(1, Each)],
+                   Self ! {sent, S}
+           end) || S <- lists:seq(1, Senders)],
+    [receive {sent, S} -> ok after 60000 -> error({sender_stuck, S}) end
+     || S <- lists:seq(1, Senders)],
+    R = wait_for(fun() -> peer:call(Peer, ?MODULE, sink_result, [<<"usink">>]) end,
+                 fun(#{received := N}) -> N >= Senders * Each end, 300),
+    ?assertMatch(#{received := 10000, out_of_order := 0, senders := 400}, R),
+    U = #{urgent => true},
+    ?assertEqual({ok, 7}, gridwire:call(B, <<"echo">>, {echo, 7}, ?T, U)),
+    ?assertEqual({error, no}, gridwire:call(B, <<"echo">>, {fail, no}, ?T, U)),
+    ?assertEqual({ok, b}, gridwire:call_any([node_a(), B], <<"picky">>, q, ?T, U)),
+    ?assertEqual(ok, gridwire:cast(B, <<"bump">>, urgent_cast, U)),
+    ?assertEqual(ok, gridwire:cast_all([B], <<"bump">>, urgent_cast, U)),
+    wait_for(fun() -> peer:call(Peer, ?MODULE, count, [urgent_cast]) end,
+             fun(N) -> N =:= 2 end, 100),
+    %% Bad input: a class that is neither is badarg at the NIF.
+    ?assertError(badarg, gridwire_nif:send(gridwire:channel(), B, <<"usink">>, <<>>, maybe)).
 
 callers() ->
     Self = self(),
