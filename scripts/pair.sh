@@ -10,10 +10,13 @@
 #                   [--batch on|off] [--drop PERMILLE] [--drop-acks PERMILLE]
 #                   [--set section.key=value]... [--workers N] [--receivers R] [--rate MSGS_PER_S_PER_PROC]
 #                   [--link cable|veth] [--keep-ns] [--timeline FILE]
+#                   [--urgent-every K]
 #
 # GW_PIN_A and GW_PIN_B pin the senders and the receiver to those CPUs
 # (taskset), as two hosts would have them; by default they float.
 #
+# --urgent-every K: writers w with w % K == 0 send urgent messages (the
+# receiver checks each writer's class).
 # --timeline FILE keeps the receiver's messages and latency per 100 ms
 # (gw-perf rx --timeline). --drop loses PERMILLE/1000 of the frames beta receives (the data),
 # --drop-acks of those alpha receives (the acks): by XDP on the veths, or
@@ -26,7 +29,7 @@ ROOT=$(gw_root)
 BIN=$ROOT/build/app
 
 procs=4 writers=250 msgs=1000 size=225 batch=on drop=0 drop_acks=0 keep_ns=0
-sets=() rate=() timeline=()
+sets=() rate=() timeline=() classes=()
 while (($#)); do
     case $1 in
     --procs) procs=$2; shift 2 ;;
@@ -43,6 +46,7 @@ while (($#)); do
     --link) export GW_LINK=$2; shift 2 ;;
     --keep-ns) keep_ns=1; shift ;;
     --timeline) timeline=(--timeline "$2"); shift 2 ;;
+    --urgent-every) classes=(--urgent-every "$2"); shift 2 ;;
     *) gw_die "pair.sh: unknown option $1 (see the header of scripts/pair.sh)" ;;
     esac
 done
@@ -67,7 +71,7 @@ gw_gateways_up "$work" "${sets[@]}"
 pid_a=$GW_PID_A pid_b=$GW_PID_B
 # The far side must know the endpoint before anything is sent to it.
 gw_rx_start "$work" rx -e sink --expect "$total" --writers-max $((procs * writers)) --idle-timeout 30 \
-    "${timeline[@]}"
+    "${timeline[@]}" "${classes[@]}"
 pid_rx=$GW_PID_RX
 
 xdp=0
@@ -84,7 +88,7 @@ rss0=$(($(gw_pss "$pid_a") + $(gw_pss "$pid_b")))
 txpids=()
 for p in $(seq 0 $((procs - 1))); do
     ip netns exec gwa ${GW_PIN_A:+taskset -c "$GW_PIN_A"} "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock -n 2 -e sink \
-        -w "$writers" -m "$msgs" -z "$size" --id-base $((p * writers)) "${rate[@]}" \
+        -w "$writers" -m "$msgs" -z "$size" --id-base $((p * writers)) "${rate[@]}" "${classes[@]}" \
         >"$work/tx$p.json" 2>"$work/tx$p.err" &
     txpids+=($!)
 done
@@ -123,6 +127,8 @@ out = {
     "delivered": rx["delivered"],
     "duplicates": rx["duplicates"],
     "order_violations": rx["order_violations"],
+    "wrong_class": rx.get("wrong_class", 0),
+    "urgent_msgs": a.get("urgent_msgs_out", 0),
     "msgs_per_s": round(rx["msgs_per_s"]),
     "frames": frames,
     "msgs_per_frame": round(a["msgs_out"] / frames, 2) if frames else 0,

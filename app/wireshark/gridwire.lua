@@ -20,6 +20,7 @@ local gw = Proto("gridwire", "gridwire")
 
 local types = { [1] = "DATA", [2] = "ACK", [3] = "HELLO" }
 local kinds = { [1] = "MSG", [2] = "REJECT" }
+local classes = { [0] = "bulk", [1] = "urgent" }
 
 local f = {
     magic = ProtoField.uint16("gridwire.magic", "Magic", base.HEX),
@@ -27,7 +28,8 @@ local f = {
     type = ProtoField.uint8("gridwire.type", "Type", base.DEC, types),
     src_node = ProtoField.uint16("gridwire.src_node", "Source node"),
     dst_node = ProtoField.uint16("gridwire.dst_node", "Destination node"),
-    lane = ProtoField.uint16("gridwire.lane", "Lane"),
+    lane = ProtoField.uint16("gridwire.lane", "Lane", base.DEC, nil, 0x7fff),
+    class = ProtoField.uint16("gridwire.class", "Class", base.DEC, classes, 0x8000),
     nrec = ProtoField.uint16("gridwire.nrec", "Records"),
     epoch = ProtoField.uint32("gridwire.epoch", "Epoch", base.HEX),
     seq = ProtoField.uint32("gridwire.seq", "Sequence"),
@@ -187,6 +189,7 @@ function gw.dissector(tvb, pinfo, root)
     tree:add_le(f.src_node, tvb(4, 2))
     tree:add_le(f.dst_node, tvb(6, 2))
     tree:add_le(f.lane, tvb(8, 2))
+    tree:add_le(f.class, tvb(8, 2))
     tree:add_le(f.nrec, tvb(10, 2))
     tree:add_le(f.epoch, tvb(12, 4))
     tree:add_le(f.seq, tvb(16, 4))
@@ -194,8 +197,10 @@ function gw.dissector(tvb, pinfo, root)
     tree:add_le(f.len, tvb(24, 4))
     local crc_item = tree:add_le(f.crc, tvb(28, 4))
     local src, dst = tvb(4, 2):le_uint(), tvb(6, 2):le_uint()
-    local info = string.format("%s %d -> %s lane %d", types[ftype] or "type " .. ftype, src,
-        dst == 0xffff and "all" or tostring(dst), tvb(8, 2):le_uint())
+    local lane = tvb(8, 2):le_uint()
+    local info = string.format("%s %d -> %s lane %d%s", types[ftype] or "type " .. ftype, src,
+        dst == 0xffff and "all" or tostring(dst), lane % 0x8000,
+        lane >= 0x8000 and " urgent" or "")
     if 32 + len > tvb:len() then
         tree:add_proto_expert_info(e_length, "the header's length runs past the datagram")
         pinfo.cols.info = info

@@ -7,7 +7,9 @@
 #  - the records of the distinct DATA frames add up to the messages the
 #    run delivered (when the capture lost no packet);
 #  - ACKs and HELLOs decode (HELLO names the peer);
-#  - one byte flipped in a DATA frame's payload is flagged: bad CRC.
+#  - one byte flipped in a DATA frame's payload is flagged: bad CRC;
+#  - a quarter of the writers send urgent messages: their frames decode
+#    as the urgent class, as many of their records as the gateway sent.
 # Port 47000 belongs to Wireshark's HCrt dissector; the script takes it.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -31,7 +33,7 @@ gw_cleanup_push _gw_stop_pid "$cap_b"
 gw_cleanup_push _gw_stop_pid "$cap_a"
 gw_wait_ready "$work/tshark-b.out" "Capture started" "$cap_b" "tshark on beta's veths"
 gw_wait_ready "$work/tshark-a.out" "Capture started" "$cap_a" "tshark on alpha's veths"
-gw_pair_bg "$work/pair.out" --procs 1 --writers 20 --msgs 1000 --rate 4000
+gw_pair_bg "$work/pair.out" --procs 1 --writers 20 --msgs 1000 --rate 4000 --urgent-every 4
 pid=$GW_PID_PAIR
 wait "$pid" || true
 sleep 1 # the last ACKs and hellos
@@ -60,7 +62,8 @@ PY
 # Every UDP frame to the gridwire port (the rest is the bond's LACP and the
 # kernel's IPv6 chatter).
 ts -r "$work/beta.pcap" -Y "udp.dstport == 47000" -T fields -e gridwire.type -e gridwire.src_node \
-    -e gridwire.lane -e gridwire.seq -e gridwire.nrec -e gridwire.crc_ok >"$work/beta.fields"
+    -e gridwire.lane -e gridwire.seq -e gridwire.nrec -e gridwire.crc_ok -e gridwire.class \
+    >"$work/beta.fields"
 ts -r "$work/alpha.pcap" -Y "udp.dstport == 47000" -T fields -e gridwire.type \
     -e gridwire.hello.name -e gridwire.ack.cum >"$work/alpha.fields"
 ts -r "$work/beta.pcap" -Y "_ws.malformed || _ws.expert.severity == error" >"$work/beta.bad"
@@ -80,10 +83,12 @@ drops = sum(int(w) for f in ("tshark-a.out", "tshark-b.out")
 bad = []
 if run["delivered"] != run["sent"] or run["order_violations"]:
     bad.append(f"the run itself: {run}")
-data = {}
-for t, src, lane, seq, nrec, ok in ((l + [""] * 6)[:6] for l in beta):
+data, urgent = {}, {}
+for t, src, lane, seq, nrec, ok, cls in ((l + [""] * 7)[:7] for l in beta):
     if t == "1" and src == "1":
-        data[(lane, seq)] = int(nrec)
+        data[(lane, cls, seq)] = int(nrec)
+        if cls == "1":
+            urgent[(lane, seq)] = int(nrec)
 records = sum(data.values())
 undecoded = sum(1 for l in beta + alpha if not l[0])
 acks = sum(1 for l in alpha if l[0] == "2")
@@ -98,12 +103,17 @@ for side in ("beta", "alpha"):
 if not data: bad.append("no DATA frame captured")
 if drops == 0 and records != run["delivered"]:
     bad.append(f"records in the capture {records} != messages delivered {run['delivered']}")
+if run["wrong_class"]: bad.append(f"{run['wrong_class']} messages in the wrong class")
+if not urgent: bad.append("no DATA frame decoded as urgent")
+elif drops == 0 and sum(urgent.values()) != run["urgent_msgs"]:
+    bad.append(f"urgent records {sum(urgent.values())} != urgent messages sent {run['urgent_msgs']}")
 if not acks: bad.append("no ACK decoded")
 if "beta" not in hellos: bad.append("no HELLO from beta decoded")
 badtxt = open(f"{work}/bad.txt").read()
 if "CRC32C does not match" not in badtxt or "CRC32C good: False" not in badtxt:
     bad.append("the flipped byte was not flagged as a bad CRC")
 added = "the records add up" if drops == 0 else f"(records not compared: the capture dropped {drops})"
+print(f"urgent: {len(urgent)} DATA frames, {sum(urgent.values())} records")
 print("FAIL: " + "; ".join(bad) if bad else f"ok: every frame decodes, {added}, a bad CRC is flagged")
 sys.exit(1 if bad else 0)
 PY
