@@ -273,6 +273,7 @@ static int cmd_lcore(const char *cmd, const char *params, struct rte_tel_data *d
 	rte_tel_data_add_dict_u64(d, "lcore", e->lcore_id);
 	rte_tel_data_add_dict_string(d, "roles", roles);
 	rte_tel_data_add_dict_u64(d, "tx_queue", e->txq);
+	rte_tel_data_add_dict_u64(d, "tx_queue_urgent", e->txq_urgent);
 	rte_tel_data_add_dict_string(d, "rx_queues", rxq[0] ? rxq : "-");
 	/* What this lcore's roles did, from its own counters. */
 	static const char *const keys[] = { "rx_frames", "data_frames", "msgs_in", "msgs_out",

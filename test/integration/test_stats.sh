@@ -38,9 +38,9 @@ want "a second look gives a rate since the first" "$work/alpha.port2" "since the
 want "both bond members shown up" "$work/alpha.port" "Member 1: vhost:/run/gridwire/cable1.sock +up "
 want "the members' packets counted" "$work/alpha.port" "Member 0: .* TX-packets: [1-9]"
 want "the lane to beta with most frames of 32-63 messages" "$work/alpha.lanes" "^ +2 +0 +[1-9]"
-want "alpha's lane to beta carried the 200,000 messages" "$work/alpha.lanes" "^ +2 +0 +[1-9][0-9]* +200000 "
+want "alpha's lane to beta carried the 200,000 messages" "$work/alpha.lanes" "^ +2 +0 +bulk +[1-9][0-9]* +200000 "
 want "beta's lane from alpha delivered them, no duplicate or redundant frames, by receiver 0" "$work/beta.lanes" "^ +1 +0 .* 200000 +0 +0 +0$"
-want "beta's one lcore runs every role and took in the 200,000" "$work/beta.lcores" "^ +0 +main worker0 receiver0 +0 +0 +[1-9][0-9]* +[1-9][0-9]* +200000 "
+want "beta's one lcore runs every role and took in the 200,000" "$work/beta.lcores" "^ +0 +main worker0 receiver0 +0 +1 +1u,0 +[1-9][0-9]* +[1-9][0-9]* +200000 "
 want "beta is up" "$work/alpha.peers" "beta +up"
 want "beta's client got all 200,000" "$work/beta.clients" " 200000 "
 if ((nosuch != 0)) && grep -q "no gateway named 'nosuch'" "$work/nosuch"; then
