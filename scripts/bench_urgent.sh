@@ -10,20 +10,23 @@
 #      wakes (the floor: the CPU scheduler's share, which a gateway host
 #      with isolated lcores does not have);
 #   4. urgent with bulk paced at half of 2's rate in bursts (writers
-#      sending 20 at a time, then pausing);
+#      sending 20 at a time, then pausing), the probe beside it again;
 #   5. 3 again with 1 % of the frames beta receives lost ([fault]).
+# 2 and 3 run ROUNDS times, interleaved: the bulk rates compared are the
+# medians (one run of each moves by 20 % here); the latencies are the
+# first round's.
 # Latency is the sender's clock to the receiver's (one machine). It ends
 # with urgent.json, a table (report.txt) and a plot (urgent.png) in
 # results/bench-urgent-<time>/.
 #
 #   scripts/bench_urgent.sh [--procs P] [--writers W] [--bulk-msgs M]
-#                           [--urgent-rate N] [--size S]
+#                           [--urgent-rate N] [--size S] [--rounds R]
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT=$(gw_root)
 BIN=$ROOT/build/app
-procs=4 writers=250 bulk_msgs=10000 urgent_rate=5000 size=225
+procs=4 writers=250 bulk_msgs=10000 urgent_rate=5000 size=225 rounds=3
 while (($#)); do
     case $1 in
     --procs) procs=$2; shift 2 ;;
@@ -31,6 +34,7 @@ while (($#)); do
     --bulk-msgs) bulk_msgs=$2; shift 2 ;;
     --urgent-rate) urgent_rate=$2; shift 2 ;;
     --size) size=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     *) gw_die "bench_urgent.sh: unknown option $1 (see the header of scripts/bench_urgent.sh)" ;;
     esac
 done
@@ -75,9 +79,9 @@ scenario() {
             -n 2 -e alarm -w 1 -m "$umsgs" -z "$size" --rate "$urgent_rate" --poisson --urgent \
             >"$work/$name-tx-urgent.json" 2>"$work/$name-tx-urgent.err" &
         pids+=($!)
-        if [[ $name == both ]]; then
+        if [[ $name == both || $name == half ]]; then
             taskset -c "$URGENT_CPU" "$BIN/gw-perf" probe --rate "$urgent_rate" --poisson \
-                --duration $(((umsgs + urgent_rate - 1) / urgent_rate)) >"$work/floor.json" &
+                --duration $(((umsgs + urgent_rate - 1) / urgent_rate)) >"$work/$name-floor.json" &
             pids+=($!)
         fi
     fi
@@ -98,6 +102,10 @@ scenario bulk_alone 0 1 0 0
 t2=$(secs "$out/bulk_alone-rx-bulk.json")
 max_rate=$(rate_of "$out/bulk_alone-rx-bulk.json")
 scenario both "$(umsgs_for "$t2")" 1 0 "$(frac "$t2")"
+for r in $(seq 2 "$rounds"); do
+    scenario "bulk_alone$r" 0 1 0 0
+    scenario "both$r" "$(umsgs_for "$t2")" 1 0 "$(frac "$t2")"
+done
 half=$((max_rate / 2 / procs))
 scenario half "$(umsgs_for "$(python3 -c "print(2 * $t2)")")" 1 "$half" "$(frac "$(python3 -c "print(2 * $t2)")")"
 gw_gateways_down
@@ -106,7 +114,6 @@ cp "$work/beta.json" "$out/gw-beta.json"
 GW_ARGS_B="--set fault.drop_ppm=10000" gw_gateways_up "$work"
 scenario loss1 "$(umsgs_for "$t2")" 1 0 "$(frac "$t2")"
 gw_gateways_down
-cp "$work/floor.json" "$out/floor.json"
 cp "$work/alpha.json" "$out/gw-alpha-loss1.json"
 
 python3 "$ROOT/scripts/bench_urgent_report.py" "$out"

@@ -3,6 +3,7 @@
 the runs scripts/bench_urgent.sh left in DIR."""
 import json
 import os
+import re
 import sys
 
 out = sys.argv[1]
@@ -45,14 +46,30 @@ for key, (scen, cls) in rows.items():
     delivered += rx["delivered"]
     if rx["duplicates"] or rx["order_violations"] or rx.get("wrong_class"):
         sys.exit(f"bench_urgent_report: {key}: duplicates, order violations or wrong class")
-for scen in ("urgent_alone", "bulk_alone", "both", "half", "loss1"):
+scens = sorted({f.split("-rx-")[0] for f in os.listdir(out) if "-rx-" in f})
+for scen in scens:
     lost += sent(scen)
+    for cls in ("bulk", "urgent"):
+        rx = load(f"{scen}-rx-{cls}.json")
+        if rx and scen not in {s for s, _ in rows.values()}:
+            delivered += rx["delivered"]  # the other rounds'
 lost -= delivered
-floor = load("floor.json")
+floor = load("both-floor.json")
 res["floor"] = lat(floor)
 hist["floor"] = floor["lat_hist"]
-res["bulk_alone_msgs_per_s"] = load("bulk_alone-rx-bulk.json")["msgs_per_s"]
-res["bulk_with_urgent_msgs_per_s"] = load("both-rx-bulk.json")["msgs_per_s"]
+res["floor_half"] = lat(load("half-floor.json"))
+
+
+def rates(name):
+    """The bulk receiver's rate in every round of a scenario (name, name2, ...)."""
+    round_of = re.compile(re.escape(name) + r"[0-9]*-rx-bulk\.json$")
+    return sorted(load(f)["msgs_per_s"] for f in os.listdir(out) if round_of.match(f))
+
+
+alone, both = rates("bulk_alone"), rates("both")
+res["bulk_alone_msgs_per_s"] = alone[len(alone) // 2]
+res["bulk_with_urgent_msgs_per_s"] = both[len(both) // 2]
+res["bulk_alone_rounds"], res["bulk_with_urgent_rounds"] = alone, both
 res["lost"] = lost
 alpha = load("gw-alpha.json") or {}
 res["urgent_frames"] = alpha.get("urgent_frames", 0)
@@ -80,7 +97,7 @@ res["targets"] = {name: ok for name, ok, _ in checks}
 json.dump(res, open(os.path.join(out, "urgent.json"), "w"), indent=1)
 
 lines = [f"{'':28} {'p50 us':>9} {'p99 us':>9} {'p99.9 us':>9} {'max us':>9}"]
-for key in list(rows) + ["floor"]:
+for key in list(rows) + ["floor", "floor_half"]:
     r = res[key]
     lines.append(f"{key:28} {r['p50_us']:>9} {r['p99_us']:>9} {r['p999_us']:>9} {r['max_us']:>9}")
 lines.append("")
