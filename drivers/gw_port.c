@@ -265,6 +265,30 @@ static int start(uint16_t port, char *err, size_t errlen)
 	return 0;
 }
 
+/* A started port that hashes flows sends them to the first nrss RX queues
+ * only. A device that cannot be told so spreads them over all: the queues
+ * past nrss then take some flows too, which costs them only their
+ * priority. */
+static void rss_queues(const struct gw_port *p, uint16_t port)
+{
+	struct rte_eth_dev_info di;
+	struct rte_eth_rss_reta_entry64 reta[RTE_ETH_RSS_RETA_SIZE_512 / RTE_ETH_RETA_GROUP_SIZE];
+	if (p->nrss >= p->nqueues || rte_eth_dev_info_get(port, &di) < 0 || !di.reta_size ||
+	    di.reta_size > RTE_ETH_RSS_RETA_SIZE_512 ||
+	    !((RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP) & di.flow_type_rss_offloads))
+		return;
+	memset(reta, 0, sizeof(reta));
+	for (unsigned i = 0; i < di.reta_size; i++) {
+		reta[i / RTE_ETH_RETA_GROUP_SIZE].mask |= 1ull << (i % RTE_ETH_RETA_GROUP_SIZE);
+		reta[i / RTE_ETH_RETA_GROUP_SIZE].reta[i % RTE_ETH_RETA_GROUP_SIZE] =
+			(uint16_t)(i % p->nrss);
+	}
+	int rc = rte_eth_dev_rss_reta_update(port, reta, di.reta_size);
+	if (rc < 0)
+		GW_PORT_LOG(NOTICE, "port %u: RSS spreads flows over all %u RX queues, not the first %u (%s)",
+			    port, p->nqueues, p->nrss, rte_strerror(-rc));
+}
+
 /* A member that is a port of its own (parallel), configured and started. */
 static int own_port(struct gw_port *p, struct gw_member *m, char *err, size_t errlen)
 {
@@ -272,6 +296,8 @@ static int own_port(struct gw_port *p, struct gw_member *m, char *err, size_t er
 	int rc = configure(p, m->port_id, m->drv->own_mtu, why, sizeof(why));
 	if (rc == 0)
 		rc = start(m->port_id, why, sizeof(why));
+	if (rc == 0)
+		rss_queues(p, m->port_id);
 	return rc < 0 ? fail(err, errlen, rc, "[port] members: '%s': %s", m->spec, why) : 0;
 }
 
@@ -342,6 +368,8 @@ static int open_port(struct gw_port *p, char *err, size_t errlen)
 	} else if ((rc = configure(p, p->port_id, p->members[0].drv->own_mtu, err, errlen)) < 0 ||
 		   (rc = start(p->port_id, err, errlen)) < 0) {
 		return rc; /* (a bond's kinds never mix own_mtu: checked) */
+	} else {
+		rss_queues(p, p->port_id);
 	}
 	for (unsigned i = 0; i < p->nmembers; i++)
 		if ((rc = started(p, &p->members[i], err, errlen)) < 0)
@@ -366,12 +394,13 @@ static int open_port(struct gw_port *p, char *err, size_t errlen)
 	return 0;
 }
 
-int gw_port_open(struct gw_port *p, const struct gw_config *cfg, uint16_t nqueues, char *err,
-		 size_t errlen)
+int gw_port_open(struct gw_port *p, const struct gw_config *cfg, uint16_t nqueues,
+		 uint16_t nrss, char *err, size_t errlen)
 {
 	memset(p, 0, sizeof(*p));
 	p->cfg = cfg;
 	p->nqueues = nqueues;
+	p->nrss = nrss;
 	int rc = open_port(p, err, errlen);
 	if (rc < 0)
 		gw_port_close(p);

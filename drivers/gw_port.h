@@ -84,6 +84,7 @@ struct gw_port {
 	const struct gw_config *cfg;
 	uint16_t port_id; /* the bond, or the single member; parallel: member 0 */
 	uint16_t nqueues; /* RX and TX queue pairs (of each member, when parallel) */
+	uint16_t nrss;    /* the first nrss RX queues are those RSS spreads flows over */
 	bool bonded;
 	bool parallel;
 	struct gw_links links;
@@ -111,12 +112,14 @@ int gw_port_eal_args(const struct gw_config *cfg, char *args, size_t len);
 
 /*
  * Open the members, bond them, create the mbuf pool, configure nqueues RX
- * and TX queue pairs, set the MTU and start. On error returns a negative
- * errno with one line in err naming the member or key and the fix; what
- * was opened is closed again.
+ * and TX queue pairs, set the MTU and start. Where the device hashes
+ * flows (RSS), it spreads them over the first nrss RX queues only: the
+ * others are for frames that come there by their TX queue (the cable's
+ * urgent queues). On error returns a negative errno with one line in err
+ * naming the member or key and the fix; what was opened is closed again.
  */
-int gw_port_open(struct gw_port *p, const struct gw_config *cfg, uint16_t nqueues, char *err,
-		 size_t errlen);
+int gw_port_open(struct gw_port *p, const struct gw_config *cfg, uint16_t nqueues,
+		 uint16_t nrss, char *err, size_t errlen);
 void gw_port_close(struct gw_port *p);
 
 /*

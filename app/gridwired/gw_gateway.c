@@ -267,7 +267,8 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg, char *err
 		}
 		g->node.auth_on = true;
 	}
-	rc = gw_port_open(&g->port, cfg, (uint16_t)g->layout.nqueues, err, errlen);
+	rc = gw_port_open(&g->port, cfg, (uint16_t)g->layout.nqueues, (uint16_t)g->layout.n, err,
+			  errlen);
 	if (rc < 0)
 		return rc;
 	g->node.pool = g->port.pool;
