@@ -26,7 +26,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT=$(gw_root)
 BIN=$ROOT/build/app
-procs=4 writers=250 bulk_msgs=10000 urgent_rate=5000 size=225 rounds=3
+procs=4 writers=250 bulk_msgs=10000 urgent_rate=5000 size=225 rounds=5
 while (($#)); do
     case $1 in
     --procs) procs=$2; shift 2 ;;

@@ -95,6 +95,14 @@ static void flush_parallel(struct gw_txq *q, unsigned cls)
 	drop_front(f, done);
 }
 
+static void flush_class(struct gw_txq *q, unsigned cls)
+{
+	if (q->links->n == 1)
+		flush_one(q, cls);
+	else
+		flush_parallel(q, cls);
+}
+
 void gw_txq_flush(struct gw_txq *q, uint64_t now)
 {
 	if (q->f[GW_CLASS_URGENT].n == 0 && q->f[GW_CLASS_BULK].n == 0 &&
@@ -103,13 +111,16 @@ void gw_txq_flush(struct gw_txq *q, uint64_t now)
 	q->last_tx_ns = now;
 	/* Urgent first, and bulk only once the NIC has taken every urgent frame. */
 	for (unsigned c = GW_CLASSES; c-- > 0;) {
-		if (q->links->n == 1)
-			flush_one(q, c);
-		else
-			flush_parallel(q, c);
+		flush_class(q, c);
 		if (q->f[c].n)
 			break;
 	}
+}
+
+void gw_txq_flush_urgent(struct gw_txq *q)
+{
+	if (q->f[GW_CLASS_URGENT].n)
+		flush_class(q, GW_CLASS_URGENT);
 }
 
 void gw_txq_put(struct gw_txq *q, struct rte_mbuf *m, unsigned cls)

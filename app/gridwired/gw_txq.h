@@ -60,6 +60,8 @@ static inline bool gw_txq_room(const struct gw_txq *q, unsigned cls)
 /* Hand what is queued to the PMD; also an empty burst every 10 ms, which
  * bond mode 4 needs to send its LACP frames. */
 void gw_txq_flush(struct gw_txq *q, uint64_t now);
+/* Hand the urgent frames to the PMD now, not at the end of the loop. */
+void gw_txq_flush_urgent(struct gw_txq *q);
 void gw_txq_fini(struct gw_txq *q);
 
 /* A frame to fill from GW_FRAME_MIN on; NULL (counted) when out of mbufs. */

@@ -271,8 +271,11 @@ bool gw_worker_step(struct gw_worker *w, uint64_t now)
 	bool work, draining = __atomic_load_n(&w->node->draining, __ATOMIC_ACQUIRE);
 	w->now = now;
 	work = inbox(w);
-	if (!draining)
-		work |= gw_batch_pass(&w->batch[GW_CLASS_URGENT], w->chans, w->nchans) > 0;
+	/* Urgent frames leave before the bulk pass, which can take a while. */
+	if (!draining && gw_batch_pass(&w->batch[GW_CLASS_URGENT], w->chans, w->nchans) > 0) {
+		gw_txq_flush_urgent(w->txq);
+		work = true;
+	}
 	rejects_flush(w);
 	work |= abandon(w);
 	if (!draining)
