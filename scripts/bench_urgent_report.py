@@ -4,6 +4,7 @@ the runs scripts/bench_urgent.sh left in DIR."""
 import json
 import os
 import re
+import subprocess
 import sys
 
 out = sys.argv[1]
@@ -109,31 +110,42 @@ report = "\n".join(lines) + "\n"
 open(os.path.join(out, "report.txt"), "w").write(report)
 sys.stdout.write(report)
 
-try:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-except ImportError:
-    sys.exit(0)
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5))
-keys = list(rows) + ["floor"]
-xs = range(len(keys))
-for i, (pk, label) in enumerate((("p50_us", "p50"), ("p99_us", "p99"), ("p999_us", "p99.9"),
-                                  ("max_us", "max"))):
-    ax1.bar([x + i * 0.2 for x in xs], [max(res[k][pk], 1) for k in keys], 0.2, label=label)
-ax1.set_yscale("log")
-ax1.set_xticks([x + 0.3 for x in xs])
-ax1.set_xticklabels(keys, rotation=35, ha="right", fontsize=8)
-ax1.set_ylabel("latency, us (log)")
-ax1.set_title("latency by class and load")
-ax1.legend()
+# The plot: percentiles by case (log scale), and the histogram per class.
+keys = list(rows) + ["floor", "floor_half"]
+with open(os.path.join(out, "lat.dat"), "w") as f:
+    for i, k in enumerate(keys):
+        r = res[k]
+        f.write(f"{i} {k} {max(r['p50_us'], 1)} {max(r['p99_us'], 1)} {max(r['p999_us'], 1)} "
+                f"{max(r['max_us'], 1)}\n")
 edges = ["le_100us", "le_1ms", "le_10ms", "le_100ms", "le_1s", "gt_1s"]
-for k in ("urgent_under_bulk", "bulk_under_load", "urgent_under_half_bulk",
-          "bulk_under_half_load", "floor"):
-    tot = sum(hist[k][e] for e in edges) or 1
-    ax2.plot(edges, [100 * hist[k][e] / tot for e in edges], marker="o", label=k)
-ax2.set_ylabel("% of messages")
-ax2.set_title("latency histogram per class")
-ax2.legend(fontsize=8)
-fig.tight_layout()
-fig.savefig(os.path.join(out, "urgent.png"), dpi=90)
+shown = ["urgent_under_bulk", "bulk_under_load", "urgent_under_half_bulk", "bulk_under_half_load",
+         "floor"]
+with open(os.path.join(out, "hist.dat"), "w") as f:
+    f.write("edge " + " ".join(shown) + "\n")
+    for e in edges:
+        f.write(e + " " + " ".join(f"{100 * hist[k][e] / (sum(hist[k].values()) or 1):.2f}"
+                                   for k in shown) + "\n")
+gp = f"""set terminal pngcairo size 1300,520 font ',10' noenhanced
+set output '{out}/urgent.png'
+set multiplot layout 1,2 title 'urgent messages beside bulk, one run on the cable'
+set grid ytics
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set logscale y
+set ylabel 'latency, us (log)'
+set xtics rotate by 35 right font ',8'
+set key top left
+set title 'latency by case'
+plot '{out}/lat.dat' using 3:xtic(2) title 'p50', '' using 4 title 'p99', '' using 5 title 'p99.9', \\
+     '' using 6 title 'max'
+unset logscale y
+set ylabel '% of messages'
+set title 'latency histogram per class'
+plot for [c=2:{len(shown) + 1}] '{out}/hist.dat' using c:xtic(1) title columnheader(c)
+unset multiplot
+"""
+try:
+    subprocess.run(["gnuplot"], input=gp, text=True, check=True, capture_output=True)
+except (OSError, subprocess.CalledProcessError) as e:
+    print(f"no plot: gnuplot failed ({e}); install gnuplot-nox (./scripts/gw deps)")
