@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gw-perf internals: the options of a run, the live counters a run
- * publishes as it goes, and the two front ends (main.c: command line;
- * gw_perf_cli.c: the interactive prompt, testpmd style).
+ * publishes as it goes, the runs (gw_perf_run.c) and the two front ends
+ * that start them (main.c: command line; gw_perf_cli.c: the interactive
+ * prompt, testpmd style).
  */
 #ifndef GW_PERF_H
 #define GW_PERF_H

@@ -114,13 +114,16 @@ static int calls_init(struct gw_client *cl)
 	return 0;
 }
 
-void gw_call_fini(struct gw_client *cl)
+void gw_close(struct gw_client *cl)
 {
+	if (!cl)
+		return;
 	kept_free_all(&cl->kept);
 	kept_free_all(&cl->due);
 	free(cl->current);
 	free(cl->calls);
 	free(cl->free_slots);
+	gw_client_free(cl);
 }
 
 static struct gw_call_slot *slot_of(struct gw_client *cl, uint32_t id)
@@ -405,13 +408,19 @@ int gw_service(struct gw_client *cl, const char *name)
 	return rc;
 }
 
-void gw_call_service_drop(struct gw_client *cl, uint32_t ep)
+int gw_unregister(struct gw_client *cl, const char *endpoint)
 {
+	int rc = gw_client_ctl_name(cl, GW_CTL_UNREGISTER, endpoint);
+	if (rc < 0)
+		return rc;
+	/* A service dropped is a service no more (gw_service registers it again). */
+	uint32_t ep = gw_ctl_ep_id(endpoint);
 	for (unsigned i = 0; i < cl->nservices; i++)
 		if (cl->services[i] == ep) {
 			cl->services[i] = cl->services[--cl->nservices];
-			return;
+			break;
 		}
+	return 0;
 }
 
 int gw_cast_flags(struct gw_client *cl, uint16_t node, const char *service, const void *req,

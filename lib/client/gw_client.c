@@ -86,14 +86,11 @@ fail:
 	return rc;
 }
 
-void gw_close(struct gw_client *cl)
+void gw_client_free(struct gw_client *cl)
 {
-	if (!cl)
-		return;
 	cl->chan.hup_fd = -1;
 	close(cl->sock);
 	gw_chan_close(&cl->chan);
-	gw_call_fini(cl);
 	free(cl);
 }
 
@@ -134,7 +131,7 @@ size_t gw_msg_max(const struct gw_client *cl)
 	return cl->chan.msg_max;
 }
 
-static int ctl_name(struct gw_client *cl, uint32_t op, const char *endpoint)
+int gw_client_ctl_name(struct gw_client *cl, uint32_t op, const char *endpoint)
 {
 	if (!endpoint || !gw_ctl_name_ok(endpoint, GW_NAME_MAX))
 		return -EINVAL;
@@ -145,15 +142,7 @@ static int ctl_name(struct gw_client *cl, uint32_t op, const char *endpoint)
 
 int gw_register(struct gw_client *cl, const char *endpoint)
 {
-	return ctl_name(cl, GW_CTL_REGISTER, endpoint);
-}
-
-int gw_unregister(struct gw_client *cl, const char *endpoint)
-{
-	int rc = ctl_name(cl, GW_CTL_UNREGISTER, endpoint);
-	if (rc == 0) /* a service dropped is a service no more (gw_service registers it again) */
-		gw_call_service_drop(cl, gw_ctl_ep_id(endpoint));
-	return rc;
+	return gw_client_ctl_name(cl, GW_CTL_REGISTER, endpoint);
 }
 
 uint32_t gw_endpoint_id(const char *endpoint)

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * libgridwire internals shared by its files: gw_client.c (connection,
- * send, raw receive, nodes), gw_call.c (services, calls, the event
- * queue behind gw_recv) and gw_multi.c (the multi-node patterns).
+ * libgridwire internals shared by its files, each calling only those
+ * before it: gw_client.c (connection, send, raw receive, nodes),
+ * gw_call.c (services, calls, the event queue behind gw_recv, and so
+ * close and unregister, which undo them) and gw_multi.c (the multi-node
+ * patterns).
  */
 #ifndef GW_CLIENT_INT_H
 #define GW_CLIENT_INT_H
@@ -90,6 +92,12 @@ static inline void gw_client_set_dead(struct gw_client *cl)
 int gw_client_raw_recv(struct gw_client *cl, struct gw_chan_desc *d, const uint8_t **data,
 		       int64_t deadline_ms);
 
+/* gw_client.c, for gw_call.c, which holds the call layer's state and so
+ * closes (gw_close) and unregisters (gw_unregister) on top of these: the
+ * connection's end, and a control request naming an endpoint. */
+void gw_client_free(struct gw_client *cl);
+int gw_client_ctl_name(struct gw_client *cl, uint32_t op, const char *endpoint);
+
 /* Send hdr + buf as one message; timeout_ms and flags as for gw_send_flags. */
 int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void *hdr,
 		   size_t hlen, const void *buf, size_t len, int timeout_ms, unsigned flags);
@@ -99,11 +107,7 @@ int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void 
  * its index, with the GW_MSG_REPLY in *m, or -ENOBUFS/-EPIPE. */
 int gw_call_next_outcome(struct gw_client *cl, const uint32_t *ids, unsigned n,
 			 struct gw_msg *m);
-/* Free what the call layer holds (gw_close). */
-void gw_call_fini(struct gw_client *cl);
 /* The caller no longer wants the outcome of call id. */
 void gw_call_forget(struct gw_client *cl, uint32_t id);
-/* ep is no longer one of this client's services (it was unregistered). */
-void gw_call_service_drop(struct gw_client *cl, uint32_t ep);
 
 #endif
