@@ -274,9 +274,13 @@ static void rss_queues(const struct gw_port *p, uint16_t port)
 	struct rte_eth_dev_info di;
 	struct rte_eth_rss_reta_entry64 reta[RTE_ETH_RSS_RETA_SIZE_512 / RTE_ETH_RETA_GROUP_SIZE];
 	if (p->nrss >= p->nqueues || rte_eth_dev_info_get(port, &di) < 0 || !di.reta_size ||
-	    di.reta_size > RTE_ETH_RSS_RETA_SIZE_512 ||
 	    !((RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP) & di.flow_type_rss_offloads))
 		return;
+	if (di.reta_size > RTE_ETH_RSS_RETA_SIZE_512) {
+		GW_PORT_LOG(NOTICE, "port %u: RSS spreads flows over all %u RX queues, not the first %u (a table of %u entries)",
+			    port, p->nqueues, p->nrss, di.reta_size);
+		return;
+	}
 	memset(reta, 0, sizeof(reta));
 	for (unsigned i = 0; i < di.reta_size; i++) {
 		reta[i / RTE_ETH_RETA_GROUP_SIZE].mask |= 1ull << (i % RTE_ETH_RETA_GROUP_SIZE);

@@ -54,7 +54,8 @@ void gw_peers_fini(struct gw_peers *ps)
 
 uint32_t gw_peers_caps(const struct gw_node *node)
 {
-	return (node->auth_on ? GW_CAP_AUTH : 0) | (node->cfg->batch_max != 1 ? GW_CAP_BATCHING : 0);
+	return (node->auth_on ? GW_CAP_AUTH : 0) | (node->cfg->batch_max != 1 ? GW_CAP_BATCHING : 0) |
+	       GW_CAP_URGENT;
 }
 
 static void set_up(struct gw_peers *ps, uint16_t node, struct gw_peer *p, bool up)
@@ -109,8 +110,8 @@ static void on_hello(struct gw_peers *ps, const struct gw_hello_msg *h)
 			GW_LOG(NOTICE, "peer %u (%s) restarted", h->node, h->name);
 		p->epoch = h->epoch;
 	}
-	if (p->caps != h->caps)
-		p->caps = h->caps;
+	if (p->caps != h->caps) /* before up is published: a worker reads it then */
+		__atomic_store_n(&p->caps, h->caps, __ATOMIC_RELAXED);
 	if (strncmp(p->name, h->name, sizeof(p->name)))
 		snprintf(p->name, sizeof(p->name), "%s", h->name);
 	set_up(ps, h->node, p, true);

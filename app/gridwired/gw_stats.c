@@ -162,15 +162,15 @@ static int cmd_lane(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "rx_beyond_window", rx->out_of_window);
 	/* The receiver that owns it (-1: none yet). */
 	rte_tel_data_add_dict_int(d, "receiver", (int)__atomic_load_n(&p->rx_owner[l], __ATOMIC_RELAXED) - 1);
-	/* Messages per frame, for the frames this lane's worker built (to
-	 * every peer): 1, 2-3, 4-7, ... */
+	/* Messages per frame, for the frames of this lane's class its worker
+	 * built (to every peer): 1, 2-3, 4-7, ... */
 	if (w < gw->layout.workers) {
 		static const char *const names[GW_HIST_BUCKETS] = {
 			"frames_1_msg", "frames_2_3_msgs", "frames_4_7_msgs", "frames_8_15_msgs",
 			"frames_16_31_msgs", "frames_32_63_msgs", "frames_64_msgs_up",
 		};
 		for (unsigned b = 0; b < GW_HIST_BUCKETS; b++)
-			rte_tel_data_add_dict_u64(d, names[b], gw->workers[w].hist[b]);
+			rte_tel_data_add_dict_u64(d, names[b], gw->workers[w].hist[urgent][b]);
 	}
 	return 0;
 }

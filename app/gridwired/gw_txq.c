@@ -49,8 +49,9 @@ static void flush_one(struct gw_txq *q, unsigned cls)
 }
 
 /* Every live link gets a reference to each frame; the queue drops its own
- * once all of them have the frame. */
-static void flush_parallel(struct gw_txq *q, unsigned cls)
+ * once all of them have the frame. Links in hold (a bit each) are sent
+ * nothing now. */
+static void flush_parallel(struct gw_txq *q, unsigned cls, unsigned hold)
 {
 	struct gw_txq_fifo *f = &q->f[cls];
 	const struct gw_links *l = q->links;
@@ -62,7 +63,7 @@ static void flush_parallel(struct gw_txq *q, unsigned cls)
 			continue;
 		}
 		live |= 1u << k;
-		if (from < f->n) {
+		if (from < f->n && !(hold & 1u << k)) {
 			for (unsigned i = from; i < f->n; i++)
 				rte_mbuf_refcnt_update(f->m[i], 1);
 			uint16_t t = rte_eth_tx_burst(l->port[k], q->queue[cls], f->m + from,
@@ -95,12 +96,12 @@ static void flush_parallel(struct gw_txq *q, unsigned cls)
 	drop_front(f, done);
 }
 
-static void flush_class(struct gw_txq *q, unsigned cls)
+static void flush_class(struct gw_txq *q, unsigned cls, unsigned hold)
 {
 	if (q->links->n == 1)
 		flush_one(q, cls);
 	else
-		flush_parallel(q, cls);
+		flush_parallel(q, cls, hold);
 }
 
 void gw_txq_flush(struct gw_txq *q, uint64_t now)
@@ -109,18 +110,26 @@ void gw_txq_flush(struct gw_txq *q, uint64_t now)
 	    now - q->last_tx_ns < GW_BOND_POLL_NS)
 		return;
 	q->last_tx_ns = now;
-	/* Urgent first, and bulk only once the NIC has taken every urgent frame. */
-	for (unsigned c = GW_CLASSES; c-- > 0;) {
-		flush_class(q, c);
-		if (q->f[c].n)
-			break;
+	/* Urgent first, and bulk only on a link that has taken every urgent
+	 * frame: a slow member holds back its own bulk, never the others'. */
+	const struct gw_txq_fifo *u = &q->f[GW_CLASS_URGENT];
+	flush_class(q, GW_CLASS_URGENT, 0);
+	if (q->links->n == 1) {
+		if (!u->n)
+			flush_one(q, GW_CLASS_BULK);
+		return;
 	}
+	unsigned hold = 0;
+	for (unsigned k = 0; k < q->links->n; k++)
+		if (u->taken[k] < u->n)
+			hold |= 1u << k;
+	flush_parallel(q, GW_CLASS_BULK, hold);
 }
 
 void gw_txq_flush_urgent(struct gw_txq *q)
 {
 	if (q->f[GW_CLASS_URGENT].n)
-		flush_class(q, GW_CLASS_URGENT);
+		flush_class(q, GW_CLASS_URGENT, 0);
 }
 
 void gw_txq_put(struct gw_txq *q, struct rte_mbuf *m, unsigned cls)

@@ -17,26 +17,43 @@
 #define GW_DUE_MAX 32
 #define GW_QUANTUM 256
 
+/* The lane a frame of class k goes on to peer p: its own, or the bulk one
+ * to a peer that has no urgent lanes (an older gateway, whose HELLO does
+ * not say GW_CAP_URGENT): there urgent messages travel as bulk, never
+ * dropped as frames it cannot parse. */
+static const struct gw_worker_class *lane_to(const struct gw_worker_class *k,
+					     const struct gw_peer *p)
+{
+	if (k->cls == GW_CLASS_URGENT && !(__atomic_load_n(&p->caps, __ATOMIC_RELAXED) & GW_CAP_URGENT))
+		return &k->w->cls[GW_CLASS_BULK];
+	return k;
+}
+
 static int batch_open(void *ctx, uint16_t node, struct gw_batch_frame *f)
 {
 	struct gw_worker_class *k = ctx;
 	struct gw_worker *w = k->w;
 	if (node == w->node->cfg->node_id) {
-		/* The worker holds at most one open frame per node, and is the
-		 * only producer on its loopback ring. */
-		if (rte_ring_free_count(w->loop) == 0)
+		/* Each batcher holds at most one open frame per node, and the
+		 * worker is the only producer on its loopback ring: a frame
+		 * opens only with a place in it for every open one. */
+		if (rte_ring_free_count(w->loop) <= w->loop_open)
 			return -EAGAIN;
+		w->loop_open++;
 	} else {
 		struct gw_peer *p = &w->peers->peer[node];
 		if (!__atomic_load_n(&p->up, __ATOMIC_ACQUIRE) ||
 		    !__atomic_load_n(&p->lanes, __ATOMIC_ACQUIRE))
 			return -EHOSTUNREACH;
-		if (!gw_lane_tx_open(&p->tx[k->slot]) || !gw_txq_room(w->txq, k->cls))
+		const struct gw_worker_class *l = lane_to(k, p);
+		if (!gw_lane_tx_open(&p->tx[l->slot]) || !gw_txq_room(w->txq, l->cls))
 			return -EAGAIN;
 	}
 	struct rte_mbuf *m = gw_txq_alloc(w->txq);
-	if (!m)
+	if (!m) {
+		w->loop_open -= node == w->node->cfg->node_id;
 		return -EAGAIN;
+	}
 	f->handle = m;
 	f->payload = rte_pktmbuf_mtod(m, uint8_t *) + GW_FRAME_MIN;
 	f->cap = w->node->payload_max;
@@ -48,11 +65,13 @@ static void batch_ship(void *ctx, struct gw_batch_frame *f)
 	struct gw_worker_class *k = ctx;
 	struct gw_worker *w = k->w;
 	struct rte_mbuf *m = f->handle;
+	bool local = f->node == w->node->cfg->node_id;
+	w->loop_open -= local;
 	if (f->nrec == 0) {
 		rte_pktmbuf_free(m);
 		return;
 	}
-	if (f->node == w->node->cfg->node_id) {
+	if (local) {
 		/* Only the payload matters on the loopback: no headers, no CRC. */
 		m->data_len = (uint16_t)(GW_FRAME_MIN + f->used);
 		m->pkt_len = m->data_len;
@@ -62,11 +81,12 @@ static void batch_ship(void *ctx, struct gw_batch_frame *f)
 		return;
 	}
 	unsigned b = 31 - (unsigned)__builtin_clz(f->nrec); /* log2 bucket */
-	w->hist[b < GW_HIST_BUCKETS ? b : GW_HIST_BUCKETS - 1]++;
+	w->hist[k->cls][b < GW_HIST_BUCKETS ? b : GW_HIST_BUCKETS - 1]++;
 	struct gw_peer *p = &w->peers->peer[f->node];
-	struct gw_lane_tx *tx = &p->tx[k->slot];
+	const struct gw_worker_class *l = lane_to(k, p);
+	struct gw_lane_tx *tx = &p->tx[l->slot];
 	struct gw_hdr h = {
-		.type = GW_FT_DATA, .dst_node = f->node, .lane = k->lane, .nrec = f->nrec,
+		.type = GW_FT_DATA, .dst_node = f->node, .lane = l->lane, .nrec = f->nrec,
 		.seq = tx->nxt, .base = tx->una, .len = (uint32_t)f->used,
 	};
 	/* The lane keeps the frame for retransmission; the NIC frees its own

@@ -88,6 +88,7 @@ struct gw_worker {
 	struct rte_ring *loop;      /* frames for this node, to its receiver */
 	struct gw_batcher batch[GW_CLASSES]; /* a batcher per class */
 	struct gw_worker_class cls[GW_CLASSES];
+	unsigned loop_open;         /* frames for this node open in the batchers */
 	struct gw_chan **chans;     /* channels this worker drains */
 	unsigned nchans;
 	struct gw_worker_proxy *in[GW_LCORES_MAX]; /* proxies with rings into it */
@@ -100,7 +101,7 @@ struct gw_worker {
 	uint16_t abandon_node;
 	uint32_t abandon_seq;
 	size_t abandon_off;
-	uint64_t hist[GW_HIST_BUCKETS]; /* frames by messages in them: 1, 2-3, 4-7, ... */
+	uint64_t hist[GW_CLASSES][GW_HIST_BUCKETS]; /* frames by messages in them: 1, 2-3, ... */
 	uint64_t now;
 };
 

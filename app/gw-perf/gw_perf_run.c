@@ -241,7 +241,6 @@ static void ledger_write(const struct ledger *l, const char *path)
 		fclose(f);
 }
 
-/* Count REJECTs waiting for us; they name sends that were not delivered. */
 /* Does writer w send (tx) or must it arrive (rx) in the urgent class? */
 static bool urgent_writer(const struct opts *o, uint64_t w)
 {
@@ -258,16 +257,19 @@ struct perf_classes {
 	unsigned n[2];
 };
 
-static void classes_init(struct perf_classes *c, const struct opts *o)
+static int classes_init(struct perf_classes *c, const struct opts *o)
 {
 	for (unsigned k = 0; k < 2; k++)
-		c->of[k] = calloc(o->writers, sizeof(uint32_t));
+		if (!(c->of[k] = calloc(o->writers, sizeof(uint32_t))))
+			return -ENOMEM;
 	for (unsigned w = 0; w < o->writers; w++) {
 		unsigned k = urgent_writer(o, o->id_base + w);
 		c->of[k][c->n[k]++] = o->id_base + w;
 	}
+	return 0;
 }
 
+/* Count REJECTs waiting for us; they name sends that were not delivered. */
 static void drain_rejects(struct gw_client *cl, const struct perf_classes *c, struct ledger *l)
 {
 	struct gw_msg m;
@@ -346,7 +348,8 @@ static int run_tx(const struct opts *o)
 	if (o->ledger)
 		ledger_init(&led, o->id_base + o->writers, o->msgs);
 	struct perf_classes classes = { 0 };
-	classes_init(&classes, o);
+	if (classes_init(&classes, o) < 0)
+		return fail("memory", -ENOMEM);
 	double c0 = cpu_s();
 	uint64_t t0 = now_ns(), pace_t0 = t0, pace_i0 = 0, pace_rate = 0, pdue = t0;
 	struct perf_stamp stamp = { 0 };

@@ -40,7 +40,7 @@ int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
 	    !tx_params_ok(p->ring_count, p->arena_size, p->msg_max))
 		return -EINVAL;
 	uint32_t uring = p->ring_count / 8 > 64 ? p->ring_count / 8 : 64;
-	uint32_t uarena = p->arena_size / 8;
+	uint32_t uarena = p->arena_size >= 8 ? p->arena_size / 8 : p->arena_size;
 	while (uarena < 2 * p->msg_max)
 		uarena *= 2;
 	if (p->rx_parts < 1 || p->rx_parts > GW_CHAN_RX_MAX)

@@ -190,6 +190,7 @@ int gw_wait_ms(const struct gw_client *cl);
 
 #define GW_NODE_AUTH 1u     /* its frames are authenticated ([auth] key_file) */
 #define GW_NODE_BATCHING 2u /* it batches (proto.batch_max != 1) */
+#define GW_NODE_URGENT 4u   /* it takes urgent lanes; to one without, urgent messages go as bulk */
 
 struct gw_node_info {
 	uint16_t id;

@@ -96,6 +96,7 @@ struct gw_ack {
 /* HELLO capability bits: how the sender runs, for its peers to show. */
 #define GW_CAP_AUTH 1u     /* its frames carry an [auth] tag */
 #define GW_CAP_BATCHING 2u /* it packs several messages per frame (batch_max != 1) */
+#define GW_CAP_URGENT 4u   /* it takes urgent lanes (GW_LANE_URGENT) */
 
 /* HELLO payload. */
 struct gw_hello {
