@@ -87,11 +87,18 @@ int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx)
 	return 0;
 }
 
-/* A send found class cls full: remember the tail it saw, for gw_chan_arm. */
-static int tx_full(struct gw_chan *c, unsigned cls, uint32_t tail)
+/* The client will wait for class cls's tail to move on from tail: what
+ * gw_chan_arm compares. */
+static void tx_wait_on(struct gw_chan *c, unsigned cls, uint32_t tail)
 {
 	c->tx[cls].seen_tail = tail;
 	c->wait_cls = (uint8_t)cls;
+}
+
+/* A send found class cls full at tail. */
+static int tx_full(struct gw_chan *c, unsigned cls, uint32_t tail)
+{
+	tx_wait_on(c, cls, tail);
 	c->shm->tx_full++;
 	return -EAGAIN;
 }
@@ -140,8 +147,7 @@ bool gw_chan_tx_empty(struct gw_chan *c)
 	for (unsigned k = 0; k < GW_CLASSES; k++) {
 		uint32_t tail = __atomic_load_n(&c->shm->tx_tail[k].tail, __ATOMIC_ACQUIRE);
 		if (tail != c->tx[k].head) {
-			c->tx[k].seen_tail = tail; /* the value just compared, not a newer one */
-			c->wait_cls = (uint8_t)k;
+			tx_wait_on(c, k, tail); /* the value just compared, not a newer one */
 			return false;
 		}
 	}
