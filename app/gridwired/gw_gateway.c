@@ -52,6 +52,12 @@ static void main_roles(struct gw_gateway *g, uint64_t now)
 		g->last_tick_ns = now;
 		gw_control_sample(&g->ctl);
 		gw_port_watch(&g->port);
+		if (g->node.auth) {
+			uint64_t bytes = 0;
+			for (unsigned i = 0; i < g->layout.n; i++)
+				bytes += __atomic_load_n(&g->lc[i].st.tx_bytes, __ATOMIC_RELAXED);
+			gw_keys_tick(&g->keys, now, bytes);
+		}
 	}
 	if (now - g->last_ctl_ns >= GW_CTL_POLL_NS) {
 		g->last_ctl_ns = now;
@@ -200,7 +206,7 @@ static int init_roles(struct gw_gateway *g, uint64_t auth_start)
 			if (r == lc->rv->id)
 				continue;
 			if (!(prx->handoff[r] = gw_receiver_add_handoff(&g->receivers[r], i)) ||
-			    (g->node.auth_on &&
+			    (g->node.auth &&
 			     !(prx->auth_out[r] = gw_port_rx_add_auth_in(&g->prx[r], i))))
 				return -ENOMEM;
 		}
@@ -245,7 +251,6 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg, char *err
 	g->node.cfg = cfg;
 	g->node.epoch = (uint32_t)rte_rand() | 1;
 	g->node.payload_max = gw_config_frame_payload(cfg);
-	g->node.auth_key = &g->auth_key;
 	unsigned lcores[GW_LCORES_MAX], n = 0, id;
 	lcores[n++] = rte_get_main_lcore();
 	RTE_LCORE_FOREACH_WORKER(id)
@@ -260,12 +265,10 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg, char *err
 		       cfg->fault_drop_ppm, cfg->fault_dup_ppm, cfg->fault_corrupt_ppm,
 		       cfg->fault_reorder_ppm, cfg->fault_seed);
 	if (cfg->auth_key_file[0]) {
-		char why[256];
-		if ((rc = gw_auth_key_load(&g->auth_key, cfg->auth_key_file, why, sizeof(why))) < 0) {
-			snprintf(err, errlen, "[auth] key_file: %s", why);
+		if ((rc = gw_keys_init(&g->keys, cfg, cfg->node_id, g->node.epoch, gw_clock_ns(), err,
+				       errlen)) < 0)
 			return rc;
-		}
-		g->node.auth_on = true;
+		g->node.auth = &g->keys.store;
 	}
 	rc = gw_port_open(&g->port, cfg, (uint16_t)g->layout.nqueues, (uint16_t)g->layout.n, err,
 			  errlen);
@@ -311,7 +314,9 @@ int gw_gateway_init(struct gw_gateway *g, const struct gw_config *cfg, char *err
 	       cfg->node_id, cfg->node_name, g->node.epoch, cfg->socket_path, mode, members, cfg->mtu,
 	       cfg->batch_max == 1 ? "batching off" : "batching on",
 	       g->layout.n == 1 ? "one lcore" : "split lcores",
-	       g->node.auth_on ? ", frames authenticated" : "");
+	       !g->node.auth			       ? ""
+	       : cfg->auth_mode == GW_CONFIG_AUTH_ENCRYPT ? ", frames encrypted"
+							  : ", frames authenticated");
 	return 0;
 }
 
@@ -420,6 +425,12 @@ void gw_gateway_stats_json(const struct gw_gateway *g, char *buf, size_t len)
 				      i ? "," : ",\"members\":[", m->spec, m->rx_packets,
 				      m->tx_packets, m->silent, i + 1 == g->port.nmembers ? "]" : "");
 	}
+	if (g->node.auth && n < len)
+		n += (size_t)snprintf(buf + n, len - n,
+				      ",\"auth_loads\":%" PRIu64 ",\"auth_load_errors\":%" PRIu64
+				      ",\"auth_rolls\":%" PRIu64 ",\"auth_retires\":%" PRIu64,
+				      g->keys.loads, g->keys.load_errors, g->keys.rolls,
+				      g->keys.retires);
 	if (n < len)
 		snprintf(buf + n, len - n,
 			 ",\"data_frames_tx\":%" PRIu64 ",\"msgs_per_frame\":%.2f"

@@ -42,6 +42,7 @@
 #include <rte_telemetry.h>
 
 #include "gw_auth.h"
+#include "gw_keys.h"
 #include "gw_control.h"
 #include "gw_layout.h"
 #include "gw_peers.h"
@@ -90,7 +91,7 @@ struct gw_port_req {
 struct gw_gateway {
 	const struct gw_config *cfg;
 	struct gw_node node;
-	struct gw_auth_key auth_key;
+	struct gw_keys keys; /* [auth] */
 	struct gw_port port;
 	struct gw_layout layout;
 	struct rte_rcu_qsbr *qs;

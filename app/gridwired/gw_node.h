@@ -41,7 +41,7 @@ static inline uint16_t gw_lane_of_slot(unsigned slot)
 #define GW_RECEIVERS_MAX (GW_CONFIG_MAX_RECEIVERS > 0 ? GW_CONFIG_MAX_RECEIVERS : 1)
 #define GW_LCORES_MAX (1 + GW_CONFIG_MAX_WORKERS + GW_CONFIG_MAX_RECEIVERS)
 
-struct gw_auth_key;
+struct gw_auth_keys;
 struct gw_links;
 
 /* This gateway, as its frames say it; set at init, read by every lcore. */
@@ -52,8 +52,10 @@ struct gw_node {
 	struct gw_addr self;
 	uint32_t epoch;
 	uint32_t payload_max;
-	bool auth_on; /* [auth] key_file: every frame tagged and checked */
-	const struct gw_auth_key *auth_key;
+	/* [auth] key_file: every frame tagged (or encrypted) and checked;
+	 * NULL: off. The control thread loads keys, the peers role notes
+	 * which of them each peer holds (gw_auth.h). */
+	struct gw_auth_keys *auth;
 	bool draining; /* shutting down: take no new messages (atomic) */
 	bool stop;     /* lcores other than the main one return (atomic) */
 };
@@ -67,7 +69,8 @@ struct gw_counters {
 	uint64_t dup_frames, redundant_frames, beyond_window, retrans;
 	uint64_t rejects_sent, rejects_lost, reject_unknown_ep, reject_dest_full;
 	uint64_t nombuf, tx_stalls, tx_copies_dropped, clients_broken, clients_refused;
-	uint64_t auth_forged, auth_replayed;
+	uint64_t auth_forged, auth_replayed, auth_unknown_key, auth_truncated, auth_wrong_mode;
+	uint64_t auth_unsealed;
 	uint64_t abandoned_frames, reject_node_down;
 	uint64_t lane_handoffs, auth_handoffs, handoffs_lost;
 	uint64_t urgent_msgs_out, urgent_msgs_in, urgent_frames, urgent_retrans;

@@ -54,7 +54,7 @@ void gw_peers_fini(struct gw_peers *ps)
 
 uint32_t gw_peers_caps(const struct gw_node *node)
 {
-	return (node->auth_on ? GW_CAP_AUTH : 0) | (node->cfg->batch_max != 1 ? GW_CAP_BATCHING : 0) |
+	return (node->auth ? GW_CAP_AUTH : 0) | (node->cfg->batch_max != 1 ? GW_CAP_BATCHING : 0) |
 	       GW_CAP_URGENT;
 }
 
@@ -110,6 +110,8 @@ static void on_hello(struct gw_peers *ps, const struct gw_hello_msg *h)
 			GW_LOG(NOTICE, "peer %u (%s) restarted", h->node, h->name);
 		p->epoch = h->epoch;
 	}
+	if (ps->node->auth)
+		gw_auth_keys_peer_holds(ps->node->auth, h->node, h->keys, h->nkeys);
 	if (p->caps != h->caps) /* before up is published: a worker reads it then */
 		__atomic_store_n(&p->caps, h->caps, __ATOMIC_RELAXED);
 	if (strncmp(p->name, h->name, sizeof(p->name)))
@@ -125,21 +127,32 @@ void gw_peers_post_hello(struct gw_peers_proxy *px, const struct gw_hello_msg *h
 		px->st->handoffs_lost++; /* the next one says the same */
 }
 
+/* A HELLO under each [auth] key held (one, but two during an overlap): a
+ * peer that holds only one of them still hears us. */
 static void hello_send(struct gw_peers *ps, struct gw_txq *q)
 {
 	const struct gw_node *node = ps->node;
-	struct rte_mbuf *m = gw_txq_alloc(q);
-	if (!m)
-		return;
 	struct gw_hello hello = {
 		.interval_ms = (uint16_t)node->cfg->hello_ms, .caps = gw_peers_caps(node),
 	};
 	snprintf(hello.name, sizeof(hello.name), "%s", node->cfg->node_name);
-	struct gw_hdr h = { .type = GW_FT_HELLO, .dst_node = 0xffff };
-	h.len = (uint32_t)gw_wire_hello_put(rte_pktmbuf_mtod(m, uint8_t *) + GW_FRAME_MIN, &hello);
+	uint32_t gens[GW_AUTH_HELD] = { 0 };
+	unsigned ngens = 1;
+	if (node->auth) {
+		hello.nkeys = (uint8_t)gw_auth_keys_held(node->auth, hello.keys);
+		ngens = gw_auth_keys_gens(node->auth, gens);
+	}
 	struct gw_addr bc = { .mac = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff }, .ip = 0xffffffffu,
 			      .port = node->self.port };
-	gw_txq_send(q, m, &bc, &h);
+	for (unsigned i = 0; i < ngens; i++) {
+		struct rte_mbuf *m = gw_txq_alloc(q);
+		if (!m)
+			return;
+		struct gw_hdr h = { .type = GW_FT_HELLO, .dst_node = GW_AUTH_BROADCAST };
+		h.len = (uint32_t)gw_wire_hello_put(rte_pktmbuf_mtod(m, uint8_t *) + GW_FRAME_MIN,
+						    &hello);
+		gw_txq_send(q, m, &bc, &h, gens[i]);
+	}
 }
 
 uint64_t gw_peers_heard(const struct gw_peers *ps, uint16_t node)

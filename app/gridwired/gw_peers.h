@@ -43,6 +43,8 @@ struct gw_hello_msg {
 	uint32_t caps;
 	struct gw_addr addr;
 	char name[GW_NAME_MAX];
+	uint8_t nkeys; /* the [auth] key ids it holds */
+	uint32_t keys[GW_HELLO_KEYS];
 };
 
 struct gw_peers {

@@ -31,7 +31,7 @@ int gw_port_rx_init(struct gw_port_rx *prx, const struct gw_node *node, struct g
 	gw_fault_init(&prx->fault, &fc);
 	prx->fault_on = gw_fault_enabled(&fc);
 	prx->fault_member = cfg->fault_member == GW_CONFIG_ALL_MEMBERS ? -1 : (int)cfg->fault_member;
-	return node->auth_on ? gw_auth_rx_init(&prx->auth, node->auth_key, node->links->n) : 0;
+	return node->auth ? gw_auth_rx_init(&prx->auth, node->auth, node->links->n) : 0;
 }
 
 struct rte_ring *gw_port_rx_add_auth_in(struct gw_port_rx *prx, unsigned from)
@@ -51,7 +51,7 @@ void gw_port_rx_fini(struct gw_port_rx *prx)
 		rte_ring_free(prx->auth_in[i]);
 	}
 	prx->nauth_in = 0;
-	if (prx->node && prx->node->auth_on)
+	if (prx->node && prx->node->auth)
 		gw_auth_rx_fini(&prx->auth);
 }
 
@@ -85,7 +85,9 @@ static void on_hello(struct gw_port_rx *prx, const struct gw_hdr *h, const uint8
 		return;
 	struct gw_hello_msg msg = {
 		.node = h->src_node, .epoch = h->epoch, .caps = hello.caps, .addr = *src,
+		.nkeys = hello.nkeys,
 	};
+	memcpy(msg.keys, hello.keys, sizeof(msg.keys));
 	snprintf(msg.name, sizeof(msg.name), "%s", hello.name);
 	__atomic_store_n(&prx->rv->heard[h->src_node], prx->now, __ATOMIC_RELAXED);
 	gw_peers_post_hello(&prx->hello, &msg);
@@ -222,16 +224,20 @@ static void auth_accept(struct gw_port_rx *prx, struct rte_mbuf *m,
  * on_frame. */
 static void rx_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
 {
-	if (!prx->node->auth_on || !is_gridwire(prx, m)) {
+	if (!prx->node->auth || !is_gridwire(prx, m)) {
 		on_frame(prx, m);
 		return;
 	}
 	struct gw_auth_seen seen;
-	int n = gw_auth_verify(prx->node->auth_key, rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
-			       &seen);
+	int n = gw_auth_verify(&prx->auth, rte_pktmbuf_mtod(m, uint8_t *), m->data_len, &seen);
 	if (n < 0) {
-		prx->st->auth_forged++;
-		prx->st->rx_frames++;
+		struct gw_counters *st = prx->st;
+		uint64_t *why = n == -ENOKEY	 ? &st->auth_unknown_key
+				: n == -EMSGSIZE ? &st->auth_truncated
+				: n == -EPROTO	 ? &st->auth_wrong_mode
+						 : &st->auth_forged;
+		(*why)++;
+		st->rx_frames++;
 		rte_pktmbuf_free(m);
 		return;
 	}

@@ -259,7 +259,7 @@ static void ack_send(struct gw_receiver *rv, uint16_t node, struct gw_peer *p, u
 	gw_lane_rx_ack(&p->rx[l], &ack);
 	struct gw_hdr h = { .type = GW_FT_ACK, .dst_node = node, .lane = gw_lane_of_slot(l) };
 	h.len = (uint32_t)gw_wire_ack_put(rte_pktmbuf_mtod(a, uint8_t *) + GW_FRAME_MIN, &ack);
-	gw_txq_send(rv->txq, a, &p->addr, &h);
+	gw_txq_send(rv->txq, a, &p->addr, &h, 0);
 }
 
 /* The lanes of one class (slots from..to) this receiver owns: deliver what

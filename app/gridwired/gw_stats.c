@@ -19,6 +19,8 @@
  *   /gridwire/fault,I|all,PPM  a drill: the [fault] stage drops PPM parts per
  *                              million of what member I (or every member)
  *                              brings in, while its link stays up
+ *   /gridwire/key[,load,PATH]  the [auth] keys held, mode, roll and loads; or
+ *                              a new secret loaded from PATH
  *
  * The callbacks run on the telemetry thread while the lcores work: they
  * only read counters and fields in gateway memory, never a client's shared
@@ -340,6 +342,39 @@ static int cmd_fault(const char *cmd, const char *params, struct rte_tel_data *d
 	return 0;
 }
 
+/* The [auth] keys: what is held, or "load,PATH" a new secret. */
+static int cmd_key(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct gw_keys *k = &gw->keys;
+	if (!gw->node.auth)
+		return -ENOENT;
+	rte_tel_data_start_dict(d);
+	if (params && *params) {
+		if (strncmp(params, "load,", 5) || !params[5])
+			return -EINVAL;
+		char why[RTE_TEL_MAX_STRING_LEN];
+		int rc = gw_keys_load(k, params + 5, gw_clock_ns(), why, sizeof(why));
+		rte_tel_data_add_dict_int(d, "rc", rc);
+		rte_tel_data_add_dict_string(d, rc < 0 ? "error" : "loaded", why);
+		return 0;
+	}
+	uint32_t ids[GW_AUTH_HELD];
+	unsigned n = gw_auth_keys_held(&k->store, ids);
+	char held[32] = "";
+	for (unsigned i = 0, at = 0; i < n; i++)
+		at += (unsigned)snprintf(held + at, sizeof(held) - at, "%s%08x", i ? "," : "", ids[i]);
+	rte_tel_data_add_dict_string(d, "mode", gw_auth_mode_name(k->store.mode));
+	rte_tel_data_add_dict_string(d, "aead", gw_auth_aead_name(k->store.aead));
+	rte_tel_data_add_dict_string(d, "keys", held);
+	rte_tel_data_add_dict_u64(d, "generation", __atomic_load_n(&k->store.newest, __ATOMIC_RELAXED));
+	rte_tel_data_add_dict_u64(d, "roll", __atomic_load_n(&k->store.roll, __ATOMIC_RELAXED));
+	rte_tel_data_add_dict_u64(d, "loads", k->loads);
+	rte_tel_data_add_dict_u64(d, "load_errors", k->load_errors);
+	rte_tel_data_add_dict_u64(d, "rolls", k->rolls);
+	rte_tel_data_add_dict_u64(d, "retires", k->retires);
+	return 0;
+}
+
 int gw_stats_register(struct gw_gateway *g)
 {
 	static const struct {
@@ -361,6 +396,8 @@ int gw_stats_register(struct gw_gateway *g)
 		  "Take a port member down or bring it back. Parameters: index,down|up" },
 		{ "/gridwire/fault", cmd_fault,
 		  "A drill: drop PPM of what a member brings in. Parameters: index|all,ppm" },
+		{ "/gridwire/key", cmd_key,
+		  "[auth] keys held, mode, roll. Parameters: none, or load,PATH (a new secret)" },
 	};
 	gw = g;
 	for (unsigned i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Port TX: see gw_txq.h. */
+#include <errno.h>
 #include <string.h>
 
 #include <rte_ethdev.h>
@@ -18,7 +19,8 @@ void gw_txq_init(struct gw_txq *q, const struct gw_node *node, const struct gw_l
 	q->queue[GW_CLASS_BULK] = queue;
 	q->queue[GW_CLASS_URGENT] = queue_urgent;
 	q->st = st;
-	gw_auth_tx_init(&q->auth, node->auth_key, (uint8_t)queue, auth_start);
+	if (node->auth)
+		gw_auth_tx_init(&q->auth, node->auth, (uint8_t)queue, auth_start);
 }
 
 /* The first n frames of f went out. */
@@ -149,6 +151,8 @@ void gw_txq_put(struct gw_txq *q, struct rte_mbuf *m, unsigned cls)
 
 void gw_txq_fini(struct gw_txq *q)
 {
+	if (q->node && q->node->auth)
+		gw_auth_tx_fini(&q->auth);
 	for (unsigned c = 0; c < GW_CLASSES; c++) {
 		struct gw_txq_fifo *f = &q->f[c];
 		for (unsigned i = 0; i < f->n; i++)
@@ -165,8 +169,37 @@ struct rte_mbuf *gw_txq_alloc(struct gw_txq *q)
 	return m;
 }
 
+/*
+ * Queue m (the reference given is the queue's) with its [auth] trailer:
+ * added in place (or renewed, for a frame sent again; payload_max left it
+ * room), or, in mode encrypt, in an mbuf of its own with the ciphertext.
+ */
+static void seal_put(struct gw_txq *q, struct rte_mbuf *m, unsigned cls, uint32_t gen)
+{
+	const struct gw_auth_keys *ks = q->node->auth;
+	if (ks) {
+		struct rte_mbuf *out = ks->mode == GW_AUTH_ENCRYPT ? gw_txq_alloc(q) : m;
+		int n = !out ? -ENOMEM
+			     : gw_auth_seal(&q->auth, rte_pktmbuf_mtod(out, uint8_t *),
+					    rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
+					    rte_pktmbuf_tailroom(out) + out->data_len, gen);
+		if (out != m)
+			rte_pktmbuf_free(m);
+		if (n < 0) { /* no mbuf, or no key: a lane sends it again */
+			q->st->auth_unsealed++;
+			if (out)
+				rte_pktmbuf_free(out);
+			return;
+		}
+		m = out;
+		m->data_len = (uint16_t)n;
+		m->pkt_len = (uint32_t)n;
+	}
+	gw_txq_put(q, m, cls);
+}
+
 void gw_txq_send(struct gw_txq *q, struct rte_mbuf *m, const struct gw_addr *dst,
-		 struct gw_hdr *h)
+		 struct gw_hdr *h, uint32_t auth_gen)
 {
 	const struct gw_node *node = q->node;
 	h->src_node = node->cfg->node_id;
@@ -175,11 +208,15 @@ void gw_txq_send(struct gw_txq *q, struct rte_mbuf *m, const struct gw_addr *dst
 	/* One UDP flow per lane: bond l34 hashing and RSS spread the lanes. */
 	src.port = (uint16_t)(node->self.port + gw_lane_slot(h->lane));
 	size_t len = gw_wire_seal(rte_pktmbuf_mtod(m, uint8_t *), &src, dst, h);
-	if (node->auth_on) /* payload_max left room for the trailer */
-		len = (size_t)gw_auth_seal(&q->auth, rte_pktmbuf_mtod(m, uint8_t *), len,
-					   rte_pktmbuf_tailroom(m) + m->data_len);
 	m->data_len = (uint16_t)len;
 	m->pkt_len = (uint32_t)len;
-	gw_txq_put(q, m, h->type != GW_FT_HELLO && (h->lane & GW_LANE_URGENT) ? GW_CLASS_URGENT
-									     : GW_CLASS_BULK);
+	seal_put(q, m, h->type != GW_FT_HELLO && (h->lane & GW_LANE_URGENT) ? GW_CLASS_URGENT
+									   : GW_CLASS_BULK,
+		 auth_gen);
+}
+
+void gw_txq_resend(struct gw_txq *q, struct rte_mbuf *m, unsigned cls)
+{
+	rte_mbuf_refcnt_update(m, 1);
+	seal_put(q, m, cls, 0);
 }

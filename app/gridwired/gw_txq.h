@@ -17,6 +17,10 @@
  * to the PMD first and to a TX queue of its own where the lcore has one
  * (a worker's: gw_layout.h): an urgent frame never waits behind bulk
  * frames, neither here nor in the NIC's ring.
+ *
+ * With [auth] mode encrypt a frame is encrypted into an mbuf of its own:
+ * the lane keeps the plaintext, and each time it goes (again) it is
+ * sealed afresh, under a new counter.
  */
 #ifndef GW_TXQ_H
 #define GW_TXQ_H
@@ -51,6 +55,9 @@ void gw_txq_init(struct gw_txq *q, const struct gw_node *node, const struct gw_l
 		 uint64_t auth_start);
 /* Queue a sealed frame of class cls; the NIC refusing everything frees it (counted). */
 void gw_txq_put(struct gw_txq *q, struct rte_mbuf *m, unsigned cls);
+/* A lane's frame sent again: sealed with a fresh [auth] counter and queued;
+ * the lane keeps its reference. */
+void gw_txq_resend(struct gw_txq *q, struct rte_mbuf *m, unsigned cls);
 /* May a frame of class cls be queued without one being refused? (One
  * place is kept for an ACK or HELLO.) */
 static inline bool gw_txq_room(const struct gw_txq *q, unsigned cls)
@@ -67,8 +74,9 @@ void gw_txq_fini(struct gw_txq *q);
 /* A frame to fill from GW_FRAME_MIN on; NULL (counted) when out of mbufs. */
 struct rte_mbuf *gw_txq_alloc(struct gw_txq *q);
 /* Seal a frame whose payload is in place and queue it for dst, in the
- * class of its lane (HELLOs are bulk). */
+ * class of its lane (HELLOs are bulk). auth_gen: the [auth] generation to
+ * seal with, 0 for the one dst holds (a HELLO goes under each). */
 void gw_txq_send(struct gw_txq *q, struct rte_mbuf *m, const struct gw_addr *dst,
-		 struct gw_hdr *h);
+		 struct gw_hdr *h, uint32_t auth_gen);
 
 #endif

@@ -92,7 +92,7 @@ static void batch_ship(void *ctx, struct gw_batch_frame *f)
 	/* The lane keeps the frame for retransmission; the NIC frees its own
 	 * reference once sent. */
 	rte_mbuf_refcnt_update(m, 1);
-	gw_txq_send(w->txq, m, &p->addr, &h);
+	gw_txq_send(w->txq, m, &p->addr, &h, 0);
 	gw_lane_tx_push(tx, m, w->now);
 	tx->msgs += f->nrec;
 	w->st->msgs_out += f->nrec;
@@ -273,10 +273,7 @@ static bool retransmit(struct gw_worker *w)
 			uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
 			if (gw_wire_base(f) != tx->una)
 				gw_wire_restamp_base(f, tx->una);
-			if (w->node->auth_on) /* a fresh counter, or it looks like a replay */
-				gw_auth_seal(&w->txq->auth, f, m->data_len, m->data_len);
-			rte_mbuf_refcnt_update(m, 1);
-			gw_txq_put(w->txq, m, k->cls);
+			gw_txq_resend(w->txq, m, k->cls);
 		}
 		total += n;
 		if (k->cls == GW_CLASS_URGENT)

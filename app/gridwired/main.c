@@ -6,7 +6,8 @@
  *
  * Everything, EAL arguments included, comes from one INI file (built-in
  * defaults without -c); --set overrides single keys. SIGINT/SIGTERM stop
- * taking messages, flush what is in flight and report what was not acked.
+ * taking messages, flush what is in flight and report what was not acked;
+ * SIGHUP reads the [auth] key file again (a new secret, see gw_keys.h).
  */
 #include <errno.h>
 #include <glob.h>
@@ -26,10 +27,14 @@
 #include "gw_port.h"
 
 static volatile bool stop;
+static struct gw_gateway g;
 
 static void on_signal(int sig)
 {
-	stop = true;
+	if (sig == SIGHUP) /* [auth]: read the key file again */
+		__atomic_store_n(&g.keys.reload, true, __ATOMIC_RELEASE);
+	else
+		stop = true;
 }
 
 static void usage(FILE *f)
@@ -233,8 +238,8 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGHUP, on_signal);
 
-	static struct gw_gateway g;
 	int rc = gw_gateway_init(&g, &cfg, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "gridwired: cannot start: %s\n", err);

@@ -63,7 +63,8 @@ enum {
 	GW_K_WORKERS,
 	GW_K_RECEIVERS,
 	GW_K_DROP, GW_K_DUP, GW_K_CORRUPT, GW_K_REORDER, GW_K_DELAY, GW_K_SEED, GW_K_FAULT_MEMBER,
-	GW_K_AUTH_KEY,
+	GW_K_AUTH_KEY, GW_K_AUTH_MODE, GW_K_AUTH_AEAD, GW_K_AUTH_OVERLAP, GW_K_AUTH_ROLL_S,
+	GW_K_AUTH_ROLL_GB,
 	GW_NKEYS
 };
 
@@ -103,6 +104,19 @@ static const struct gw_choice gw_fault_members[] = {
 	{ NULL, 0 },
 };
 static_assert(GW_CONFIG_MAX_MEMBERS == 4, "a [fault] member choice per member");
+
+/* The values of enum gw_auth_mode and gw_auth_aead (lib/auth). */
+static const struct gw_choice gw_auth_modes[] = {
+	{ "authenticate", GW_CONFIG_AUTH_AUTHENTICATE },
+	{ "encrypt", GW_CONFIG_AUTH_ENCRYPT },
+	{ NULL, 0 },
+};
+
+static const struct gw_choice gw_auth_aeads[] = {
+	{ "aes-256-gcm", GW_CONFIG_AEAD_AES_GCM },
+	{ "chacha20-poly1305", GW_CONFIG_AEAD_CHACHA },
+	{ NULL, 0 },
+};
 
 static const struct gw_choice gw_strategies[] = {
 	{ "spin", GW_IDLE_SPIN },
@@ -177,6 +191,11 @@ static const struct gw_key gw_keys[GW_NKEYS] = {
 	[GW_K_SEED] = GW_NUM("fault", "seed", fault_seed, 0, UINT32_MAX),
 	[GW_K_FAULT_MEMBER] = GW_CHOICE("fault", "member", fault_member, gw_fault_members),
 	[GW_K_AUTH_KEY] = GW_TEXT("auth", "key_file", auth_key_file),
+	[GW_K_AUTH_MODE] = GW_CHOICE("auth", "mode", auth_mode, gw_auth_modes),
+	[GW_K_AUTH_AEAD] = GW_CHOICE("auth", "aead", auth_aead, gw_auth_aeads),
+	[GW_K_AUTH_OVERLAP] = GW_NUM("auth", "overlap_s", auth_overlap_s, 0, 86400),
+	[GW_K_AUTH_ROLL_S] = GW_NUM("auth", "roll_s", auth_roll_s, 1, 86400),
+	[GW_K_AUTH_ROLL_GB] = GW_NUM("auth", "roll_gb", auth_roll_gb, 1, 1024),
 };
 
 /* Write the whole error line. Returns rc. */
@@ -714,6 +733,11 @@ void gw_config_defaults(struct gw_config *cfg)
 	cfg->socket_gid = -1;
 	cfg->fault_seed = 1;
 	cfg->fault_member = GW_CONFIG_ALL_MEMBERS;
+	cfg->auth_mode = GW_CONFIG_AUTH_AUTHENTICATE;
+	cfg->auth_aead = GW_CONFIG_AEAD_AES_GCM;
+	cfg->auth_overlap_s = 60;
+	cfg->auth_roll_s = 3600;
+	cfg->auth_roll_gb = 64;
 }
 
 int gw_config_load(struct gw_config *cfg, const char *path, char *const *overrides,

@@ -82,7 +82,18 @@ struct gw_config {
 	unsigned fault_member; /* the member whose frames get them, or GW_CONFIG_ALL_MEMBERS */
 	/* [auth] */
 	char auth_key_file[GW_PATH_MAX]; /* empty: frames are not authenticated */
+	unsigned auth_mode;      /* GW_CONFIG_AUTH_*: tag frames, or encrypt them too */
+	unsigned auth_aead;      /* GW_CONFIG_AEAD_* */
+	unsigned auth_overlap_s; /* a replaced secret is still accepted this long */
+	unsigned auth_roll_s;    /* new frame keys after this long... */
+	unsigned auth_roll_gb;   /* ...or this many GiB sealed, whichever comes first */
 };
+
+/* [auth] mode and aead: the values of lib/auth's enums. */
+#define GW_CONFIG_AUTH_AUTHENTICATE 1
+#define GW_CONFIG_AUTH_ENCRYPT 2
+#define GW_CONFIG_AEAD_AES_GCM 1
+#define GW_CONFIG_AEAD_CHACHA 2
 
 /* Bytes an authenticated frame carries after its payload (gw_auth.h). */
 #define GW_CONFIG_AUTH_TRAILER 32

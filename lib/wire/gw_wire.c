@@ -60,7 +60,7 @@
 #define HELLO_CAPS 0
 #define HELLO_INTERVAL 4
 #define HELLO_NAME_LEN 6
-#define HELLO_RSVD 7
+#define HELLO_NKEYS 7 /* key ids after the name, 4 bytes each */
 #define HELLO_NAME 8
 
 /* IP total length of a frame with no payload; anything shorter is truncated. */
@@ -384,21 +384,27 @@ size_t gw_wire_hello_put(uint8_t *payload, const struct gw_hello *h)
 		return 0;
 	put_le32(payload + HELLO_CAPS, h->caps);
 	put_le16(payload + HELLO_INTERVAL, h->interval_ms);
+	unsigned k = h->nkeys < GW_HELLO_KEYS ? h->nkeys : GW_HELLO_KEYS;
 	payload[HELLO_NAME_LEN] = (uint8_t)n;
-	payload[HELLO_RSVD] = 0;
+	payload[HELLO_NKEYS] = (uint8_t)k;
 	memcpy(payload + HELLO_NAME, h->name, n);
-	return HELLO_NAME + n;
+	for (unsigned i = 0; i < k; i++)
+		put_le32(payload + HELLO_NAME + n + 4 * i, h->keys[i]);
+	return HELLO_NAME + n + 4 * k;
 }
 
 int gw_wire_hello_get(const uint8_t *payload, size_t len, struct gw_hello *h)
 {
 	if (len < HELLO_NAME)
 		return -EBADMSG;
-	size_t n = payload[HELLO_NAME_LEN];
+	size_t n = payload[HELLO_NAME_LEN], k = payload[HELLO_NKEYS];
 	/* A NUL inside the name would silently shorten it: refuse. */
-	if (n == 0 || n > GW_NAME_MAX - 1 || len != HELLO_NAME + n ||
+	if (n == 0 || n > GW_NAME_MAX - 1 || k > GW_HELLO_KEYS || len != HELLO_NAME + n + 4 * k ||
 	    memchr(payload + HELLO_NAME, 0, n))
 		return -EBADMSG;
+	h->nkeys = (uint8_t)k;
+	for (size_t i = 0; i < k; i++)
+		h->keys[i] = get_le32(payload + HELLO_NAME + n + 4 * i);
 	h->caps = get_le32(payload + HELLO_CAPS);
 	h->interval_ms = get_le16(payload + HELLO_INTERVAL);
 	memcpy(h->name, payload + HELLO_NAME, n);

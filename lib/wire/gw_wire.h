@@ -98,11 +98,15 @@ struct gw_ack {
 #define GW_CAP_BATCHING 2u /* it packs several messages per frame (batch_max != 1) */
 #define GW_CAP_URGENT 4u   /* it takes urgent lanes (GW_LANE_URGENT) */
 
-/* HELLO payload. */
+/* HELLO payload. keys: the [auth] key ids the sender holds, newest first
+ * (its peers seal with the newest of them they hold too). */
+#define GW_HELLO_KEYS 2
 struct gw_hello {
 	uint32_t caps;
 	uint16_t interval_ms;
 	char name[GW_NAME_MAX];
+	uint8_t nkeys;
+	uint32_t keys[GW_HELLO_KEYS];
 };
 
 /* Error codes of gw_wire_parse, all negative errno values. */

@@ -519,6 +519,19 @@ static void test_hello_round_trip(void)
 	CU_ASSERT_EQUAL(gw_wire_hello_get(frame, len, &got), 0);
 	CU_ASSERT_EQUAL(strlen(got.name), GW_NAME_MAX - 1);
 
+	/* The [auth] key ids held, after the name; more than two refused. */
+	snprintf(hello.name, sizeof(hello.name), "b");
+	hello.nkeys = 2;
+	hello.keys[0] = 0x11223344;
+	hello.keys[1] = 0x55667788;
+	len = gw_wire_hello_put(frame, &hello);
+	CU_ASSERT_EQUAL(len, 8 + 1 + 8);
+	CU_ASSERT_EQUAL(gw_wire_hello_get(frame, len, &got), 0);
+	CU_ASSERT(got.nkeys == 2 && got.keys[0] == 0x11223344u && got.keys[1] == 0x55667788u);
+	CU_ASSERT_EQUAL(gw_wire_hello_get(frame, len - 1, &got), -EBADMSG);
+	frame[7] = 3;
+	CU_ASSERT_EQUAL(gw_wire_hello_get(frame, len + 4, &got), -EBADMSG);
+
 	hello.name[0] = '\0';
 	CU_ASSERT_EQUAL(gw_wire_hello_put(frame, &hello), 0);
 }
