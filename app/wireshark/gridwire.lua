@@ -3,9 +3,12 @@
 --
 -- The 32-byte header after UDP (little-endian), then by type: DATA with its
 -- records (MSG, REJECT with its reason), ACK with its SACK bits, HELLO with
--- the sender's name and capabilities; and the [auth] trailer when there is
--- one. The CRC32C is checked: a mismatch, a malformed record or payload,
--- and a length that does not add up get expert info.
+-- the sender's name, capabilities and [auth] key ids; and the [auth]
+-- trailer when there is one (slot, flags, roll, key id, counter, tag). An
+-- encrypted payload ([auth] mode encrypt) is shown as such, and its CRC,
+-- which covers the plaintext, is not checked. Otherwise the CRC32C is
+-- checked: a mismatch, a malformed record or payload, and a length that
+-- does not add up get expert info.
 --
 -- Registered on UDP port 47000 (the default [port] udp_port), which it
 -- takes over from Wireshark's HCrt dissector, and on the port set in the
@@ -57,7 +60,15 @@ local f = {
     name = ProtoField.string("gridwire.hello.name", "Node name"),
     auth = ProtoField.none("gridwire.auth", "Auth trailer"),
     auth_slot = ProtoField.uint8("gridwire.auth.slot", "Sender slot"),
+    auth_flags = ProtoField.uint8("gridwire.auth.flags", "Flags", base.HEX),
+    auth_encrypted = ProtoField.bool("gridwire.auth.encrypted", "Payload encrypted", 8, nil, 1),
+    auth_aead = ProtoField.uint8("gridwire.auth.aead", "AEAD", base.DEC,
+        { [1] = "AES-256-GCM", [2] = "ChaCha20-Poly1305" }, 0xf0),
+    auth_roll = ProtoField.uint16("gridwire.auth.roll", "Key roll"),
+    auth_key_id = ProtoField.uint32("gridwire.auth.key_id", "Key id", base.HEX),
     auth_ctr = ProtoField.uint64("gridwire.auth.counter", "Counter"),
+    ciphertext = ProtoField.bytes("gridwire.ciphertext", "Encrypted payload"),
+    hello_keys = ProtoField.string("gridwire.hello.keys", "Key ids held"),
     auth_tag = ProtoField.bytes("gridwire.auth.tag", "Tag"),
 }
 gw.fields = f
@@ -162,9 +173,17 @@ end
 
 local function hello(tvb, tree, len)
     local name_len = len >= 8 and tvb(38, 1):uint() or 0
-    if len < 8 or name_len < 1 or name_len > 31 or len ~= 8 + name_len then
+    local nkeys = len >= 8 and tvb(39, 1):uint() or 0
+    if len < 8 or name_len < 1 or name_len > 31 or nkeys > 2 or len ~= 8 + name_len + 4 * nkeys then
         tree:add_proto_expert_info(e_malformed, "HELLO length and name length disagree")
         return nil
+    end
+    if nkeys > 0 then
+        local ids = {}
+        for i = 0, nkeys - 1 do
+            ids[#ids + 1] = string.format("%08x", tvb(40 + name_len + 4 * i, 4):le_uint())
+        end
+        tree:add(f.hello_keys, tvb(40 + name_len, 4 * nkeys), table.concat(ids, " "))
     end
     local c = tree:add_le(f.caps, tvb(32, 4))
     c:add_le(f.cap_auth, tvb(32, 4))
@@ -206,10 +225,19 @@ function gw.dissector(tvb, pinfo, root)
         pinfo.cols.info = info
         return tvb:len()
     end
-    local good = frame_crc(tvb, len) == tvb(28, 4):le_uint()
-    tree:add(f.crc_ok, good):set_generated()
-    if not good then crc_item:add_proto_expert_info(e_crc) end
-    if ftype == 1 then
+    local rest = tvb:len() - 32 - len
+    -- Encrypted ([auth] mode encrypt): the CRC is over the plaintext, and
+    -- the payload is the AEAD's ciphertext, unreadable without the key.
+    local encrypted = rest == 32 and band(tvb(32 + len + 1, 1):uint(), 1) == 1
+    local good = encrypted or frame_crc(tvb, len) == tvb(28, 4):le_uint()
+    if not encrypted then
+        tree:add(f.crc_ok, good):set_generated()
+        if not good then crc_item:add_proto_expert_info(e_crc) end
+    end
+    if encrypted then
+        if len > 0 then tree:add(f.ciphertext, tvb(32, len)) end
+        info = info .. string.format(" seq %d, %d bytes encrypted", tvb(16, 4):le_uint(), len)
+    elseif ftype == 1 then
         local n = records(tvb, tree, len, tvb(10, 2):le_uint())
         info = info .. string.format(" seq %d base %d, %d records", tvb(16, 4):le_uint(),
             tvb(20, 4):le_uint(), n)
@@ -222,13 +250,18 @@ function gw.dissector(tvb, pinfo, root)
     else
         tree:add_proto_expert_info(e_malformed, "unknown frame type")
     end
-    local rest = tvb:len() - 32 - len
     if rest == 32 then
-        local a = tree:add(f.auth, tvb(32 + len, 32))
-        a:add(f.auth_slot, tvb(32 + len, 1))
-        a:add_le(f.auth_ctr, tvb(32 + len + 8, 8))
-        a:add(f.auth_tag, tvb(32 + len + 16, 16))
-        info = info .. " [auth]"
+        local t = 32 + len
+        local a = tree:add(f.auth, tvb(t, 32))
+        a:add(f.auth_slot, tvb(t, 1))
+        local fl = a:add(f.auth_flags, tvb(t + 1, 1))
+        fl:add(f.auth_encrypted, tvb(t + 1, 1))
+        fl:add(f.auth_aead, tvb(t + 1, 1))
+        a:add_le(f.auth_roll, tvb(t + 2, 2))
+        a:add_le(f.auth_key_id, tvb(t + 4, 4))
+        a:add_le(f.auth_ctr, tvb(t + 8, 8))
+        a:add(f.auth_tag, tvb(t + 16, 16))
+        info = info .. (encrypted and " [encrypted]" or " [auth]")
     elseif rest ~= 0 then
         tree:add_proto_expert_info(e_length,
             string.format("%d bytes after the payload (an auth trailer is 32)", rest))
