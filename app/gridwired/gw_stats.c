@@ -352,8 +352,12 @@ static int cmd_key(const char *cmd, const char *params, struct rte_tel_data *d)
 	if (params && *params) {
 		if (strncmp(params, "load,", 5) || !params[5])
 			return -EINVAL;
-		char why[RTE_TEL_MAX_STRING_LEN];
+		char why[300];
 		int rc = gw_keys_load(k, params + 5, gw_clock_ns(), why, sizeof(why));
+		if (rc == -EINVAL) /* the full hint is too long for telemetry: gwctl gives it */
+			snprintf(why, RTE_TEL_MAX_STRING_LEN, "%s: not 64 hex digits (32 bytes)",
+				 params + 5);
+		why[RTE_TEL_MAX_STRING_LEN - 1] = '\0';
 		rte_tel_data_add_dict_int(d, "rc", rc);
 		rte_tel_data_add_dict_string(d, rc < 0 ? "error" : "loaded", why);
 		return 0;
