@@ -140,7 +140,8 @@ static bool redundant_copy(struct gw_port_rx *prx, const struct rte_mbuf *m)
 	return member >= 0 && gw_lane_rx_redundant(&p->rx[slot], h.epoch, h.seq, (unsigned)member);
 }
 
-static void on_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
+/* authentic: its [auth] tag verified, which covers all the CRC does. */
+static void on_frame(struct gw_port_rx *prx, struct rte_mbuf *m, bool authentic)
 {
 	struct gw_hdr h;
 	const uint8_t *pl;
@@ -154,8 +155,10 @@ static void on_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
 		return;
 	}
 	int rc = m->nb_segs != 1 ? GW_EWIRE_SHORT
-				 : gw_wire_parse(rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
-						 prx->node->self.port, &h, &pl, &src);
+		 : authentic	  ? gw_wire_parse_authentic(rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
+							    prx->node->self.port, &h, &pl, &src)
+				  : gw_wire_parse(rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
+						  prx->node->self.port, &h, &pl, &src);
 	if (rc == 0 && !gw_lane_valid(h.lane))
 		rc = GW_EWIRE_VERSION; /* more lanes than any gateway has */
 	if (rc < 0) {
@@ -216,7 +219,7 @@ static void auth_accept(struct gw_port_rx *prx, struct rte_mbuf *m,
 		rte_pktmbuf_free(m);
 		return;
 	}
-	on_frame(prx, m);
+	on_frame(prx, m, true);
 }
 
 /* A received frame, as it came off the link: its tag checked when [auth]
@@ -225,7 +228,7 @@ static void auth_accept(struct gw_port_rx *prx, struct rte_mbuf *m,
 static void rx_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
 {
 	if (!prx->node->auth || !is_gridwire(prx, m)) {
-		on_frame(prx, m);
+		on_frame(prx, m, false);
 		return;
 	}
 	struct gw_auth_seen seen;

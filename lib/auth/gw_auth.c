@@ -34,15 +34,21 @@ struct gw_auth_ent {
 		struct gcm_key_data gcm;
 		uint8_t raw[32];
 	} k;
-	uint32_t gen, id, instance;
-	uint16_t roll, peer; /* TX: unused; RX: the frame's destination */
-	bool valid;
 };
 
+/* What a cached frame key is for; gen 0: an empty way. */
+struct gw_auth_tag {
+	uint32_t gen, id, instance;
+	uint16_t roll, peer; /* TX: unused; RX: the frame's destination */
+};
+
+/* The tags side by side, so that a lookup reads one or two lines; the
+ * keys (1 KB each with AES-GCM's tables) apart. */
 #define CACHE_WAYS 8 /* gens x rolls x (peer, broadcast) in a change-over */
 struct gw_auth_cache {
+	struct gw_auth_tag t[CACHE_WAYS];
 	struct gw_auth_ent *e[CACHE_WAYS];
-	unsigned next;
+	unsigned next, last;
 };
 
 static IMB_MGR *imb;
@@ -316,8 +322,8 @@ void gw_auth_keys_peer_holds(struct gw_auth_keys *ks, uint16_t node, const uint3
  * Derive the frame key of (src, dst, instance, roll) under generation gen
  * into e. false when the store let go of gen meanwhile.
  */
-static bool derive(const struct gw_auth_keys *ks, struct gw_auth_ent *e, uint32_t gen,
-		   uint16_t src, uint16_t dst, uint32_t instance, uint16_t roll)
+static bool derive(const struct gw_auth_keys *ks, struct gw_auth_ent *e, struct gw_auth_tag *t,
+		   uint32_t gen, uint16_t src, uint16_t dst, uint32_t instance, uint16_t roll)
 {
 	const struct gw_auth_gen *s = gen_slot(ks, gen);
 	if (!s)
@@ -343,12 +349,8 @@ static bool derive(const struct gw_auth_keys *ks, struct gw_auth_ent *e, uint32_
 	else
 		memcpy(e->k.raw, key, sizeof(key));
 	sodium_memzero(key, sizeof(key));
-	e->gen = gen;
-	e->id = id;
-	e->instance = instance;
-	e->roll = roll;
-	e->peer = dst;
-	e->valid = true;
+	*t = (struct gw_auth_tag){ .gen = gen, .id = id, .instance = instance, .roll = roll,
+				   .peer = dst };
 	return true;
 }
 
@@ -378,8 +380,6 @@ static struct gw_auth_cache *cache_get(struct gw_auth_cache **slot)
 		if (!(c->e[w] = aligned_alloc(64, sizeof(struct gw_auth_ent)))) {
 			cache_free(&c, 1);
 			return NULL;
-		} else {
-			c->e[w]->valid = false;
 		}
 	return *slot = c;
 }
@@ -425,13 +425,17 @@ static const struct gw_auth_ent *tx_key(struct gw_auth_tx *tx, uint16_t dst, uin
 	struct gw_auth_cache *c = cache_get(&tx->dst[dst < GW_AUTH_NODES ? dst : GW_AUTH_NODES]);
 	if (!c)
 		return NULL;
-	for (unsigned w = 0; w < CACHE_WAYS; w++) {
-		const struct gw_auth_ent *e = c->e[w];
-		if (e->valid && e->gen == gen && e->roll == roll && e->instance == instance)
-			return e;
+	for (unsigned i = 0; i < CACHE_WAYS; i++) {
+		unsigned w = (c->last + i) % CACHE_WAYS;
+		const struct gw_auth_tag *t = &c->t[w];
+		if (t->gen == gen && t->roll == roll && t->instance == instance) {
+			c->last = w;
+			return c->e[w];
+		}
 	}
-	struct gw_auth_ent *e = c->e[c->next++ % CACHE_WAYS];
-	return derive(ks, e, gen, ks->node, dst, instance, roll) ? e : NULL;
+	unsigned w = c->next++ % CACHE_WAYS;
+	c->last = w;
+	return derive(ks, c->e[w], &c->t[w], gen, ks->node, dst, instance, roll) ? c->e[w] : NULL;
 }
 
 /* The AEAD over one frame: encrypt (or just tag) into out, the tag to tag. */
@@ -462,7 +466,8 @@ static void aead_seal(const struct gw_auth_keys *ks, const struct gw_auth_ent *e
 		IMB_AES256_GMAC_UPDATE(imb, &e->k.gcm, &ctx, gh, alen);
 		IMB_AES256_GMAC_FINALIZE(imb, &e->k.gcm, &ctx, tag, TAG_LEN);
 	} else {
-		crypto_aead_chacha20poly1305_ietf_encrypt_detached(NULL, tag, NULL, NULL, 0, gh,
+		uint8_t none[1]; /* nothing encrypted: the frame is all associated data */
+		crypto_aead_chacha20poly1305_ietf_encrypt_detached(none, tag, NULL, none, 0, gh,
 								   alen, NULL, nonce, e->k.raw);
 	}
 }
@@ -494,7 +499,8 @@ int gw_auth_seal(struct gw_auth_tx *tx, uint8_t *out, const uint8_t *frame, size
 	tr[TR_SLOT] = tx->slot;
 	tr[TR_FLAGS] = flags_of(ks);
 	put_le(tr + TR_ROLL, roll, 2);
-	put_le(tr + TR_KEY_ID, e->id, 4);
+	const struct gw_auth_cache *c = tx->dst[dst < GW_AUTH_NODES ? dst : GW_AUTH_NODES];
+	put_le(tr + TR_KEY_ID, c->t[c->last].id, 4); /* tx_key's way */
 	put_le(tr + TR_COUNTER, ctr, 8);
 	uint8_t nonce[12];
 	nonce_of(nonce, tx->slot, ctr);
@@ -514,7 +520,6 @@ int gw_auth_rx_init(struct gw_auth_rx *rx, const struct gw_auth_keys *keys, unsi
 		gw_auth_rx_fini(rx);
 		return -ENOMEM;
 	}
-	rx->spare->valid = false;
 	return 0;
 }
 
@@ -573,9 +578,10 @@ static bool aead_open(const struct gw_auth_keys *ks, const struct gw_auth_ent *e
 	} else {
 		const uint8_t *gh = frame + GW_OUTER_HLEN;
 		size_t alen = t + TR_TAG - GW_OUTER_HLEN;
+		uint8_t none[1];
 		if (ks->aead == GW_AUTH_CHACHA)
 			return crypto_aead_chacha20poly1305_ietf_decrypt_detached(
-				       NULL, NULL, NULL, 0, tr + TR_TAG, gh, alen, nonce,
+				       none, NULL, none, 0, tr + TR_TAG, gh, alen, nonce,
 				       e->k.raw) == 0;
 		struct gcm_context_data ctx;
 		IMB_AES256_GMAC_INIT(imb, &e->k.gcm, &ctx, nonce, 12);
@@ -608,32 +614,40 @@ int gw_auth_verify(struct gw_auth_rx *rx, uint8_t *frame, size_t len, struct gw_
 	if (!c)
 		return -ENOMEM;
 	struct gw_auth_ent *e = NULL;
-	for (unsigned w = 0; w < CACHE_WAYS && !e; w++) {
-		struct gw_auth_ent *x = c->e[w];
-		if (x->valid && x->id == id && x->instance == instance && x->roll == roll &&
-		    x->peer == dst)
-			e = x;
+	unsigned w = c->last;
+	for (unsigned i = 0; i < CACHE_WAYS; i++, w = (w + 1) % CACHE_WAYS) {
+		const struct gw_auth_tag *t = &c->t[w];
+		if (t->gen && t->id == id && t->instance == instance && t->roll == roll &&
+		    t->peer == dst) {
+			e = c->e[w];
+			break;
+		}
 	}
-	if (e && !gen_held(ks, e->gen))
+	if (e && !gen_held(ks, c->t[w].gen))
 		return -ENOKEY; /* retired */
 	/* A miss derives into the spare, which joins the cache only once the
 	 * frame proves genuine: a forger cannot evict the keys in use. */
+	struct gw_auth_tag tag;
 	bool miss = !e;
 	if (miss) {
 		uint32_t gen = gen_of_id(ks, id);
 		if (!gen)
 			return -ENOKEY;
 		e = rx->spare;
-		if (!derive(ks, e, gen, node, dst, instance, roll))
+		if (!derive(ks, e, &tag, gen, node, dst, instance, roll))
 			return -ENOKEY;
+	} else {
+		c->last = w;
 	}
 	uint8_t nonce[12];
 	nonce_of(nonce, slot, ctr);
 	bool ok = aead_open(ks, e, nonce, frame, t);
 	if (ok && miss) {
-		unsigned w = c->next++ % CACHE_WAYS;
+		w = c->next++ % CACHE_WAYS;
 		rx->spare = c->e[w];
 		c->e[w] = e;
+		c->t[w] = tag;
+		c->last = w;
 	}
 	if (!ok)
 		return -EBADMSG;

@@ -284,6 +284,17 @@ int gw_wire_peek(const uint8_t *frame, size_t len, uint16_t port, struct gw_hdr 
 	return rc;
 }
 
+int gw_wire_parse_authentic(const uint8_t *frame, size_t len, uint16_t port, struct gw_hdr *hdr,
+			    const uint8_t **payload, struct gw_addr *src)
+{
+	uint32_t plen;
+	int rc = gw_wire_check(frame, len, port, &plen);
+
+	if (rc == 0)
+		gw_wire_fill(frame, plen, hdr, payload, src);
+	return rc;
+}
+
 int gw_wire_parse(const uint8_t *frame, size_t len, uint16_t port, struct gw_hdr *hdr,
 		  const uint8_t **payload, struct gw_addr *src)
 {

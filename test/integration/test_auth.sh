@@ -66,21 +66,23 @@ pooled, replayed_pooled = json.loads(sys.argv[5]), int(sys.argv[6])
 def ok(js):
     return (js["delivered"] == js["sent"] and not js["duplicates"] and not js["order_violations"]
             and not js["sender_failed"] and not js["wrong_class"])
+def forged(r): # refused before any window: a bad tag, no trailer, another mode, an unknown key
+    return r["auth_forged"] + r["auth_truncated"] + r["auth_wrong_mode"] + r["auth_unknown_key"]
 r = att["refused_at_beta"]
 print(f"auth off: {off['msgs_per_s']:,} msg/s, {off['gw_cpu_s_per_M']} gateway CPU s per million")
 print(f"auth on:  {on['msgs_per_s']:,} msg/s, {on['gw_cpu_s_per_M']} gateway CPU s per million "
       f"({on['msgs_per_s'] / off['msgs_per_s']:.2f}x the throughput of off)")
-print(f"under attack: forged dropped {r['auth_forged']}, replayed dropped {r['auth_replayed']} "
+print(f"under attack: forged dropped {forged(r)} ({r['auth_forged']} with a bad tag), replayed dropped {r['auth_replayed']} "
       f"(of {replayed} replayed); run {att['delivered']:,} of {att['sent']:,} delivered")
 bad = []
 if not ok(off) or not ok(on): bad.append("a clean run lost, doubled or reordered messages")
 if not ok(att): bad.append("the attacked run lost, doubled or reordered messages")
-if r["auth_forged"] == 0: bad.append("no forged frame counted")
+if forged(r) == 0: bad.append("no forged frame counted")
 if r["auth_replayed"] == 0: bad.append("no replayed frame counted")
 if r["unknown_peer"] or r["bad_crc"]:
     bad.append("forged frames got past the tag check")
 rp = pooled["refused_at_beta"]
-print(f"pooled, replays steered: forged dropped {rp['auth_forged']}, replayed dropped "
+print(f"pooled, replays steered: forged dropped {forged(rp)}, replayed dropped "
       f"{rp['auth_replayed']} (of {replayed_pooled} sent), {pooled['auth_handoffs_at_beta']} frames "
       f"handed to their slot's receiver; "
       f"run {pooled['delivered']:,} of {pooled['sent']:,} delivered")
