@@ -3,8 +3,8 @@
 # no kernel (app/gw-roles runs gridwired's own role code fed from memory):
 # a worker packing client channels into sealed frames, a receiver checking,
 # unbatching and delivering frames into client rings with acks, CRC32C per
-# frame, and [auth] sealing and opening per frame; for 225-byte and 64-byte
-# messages. RUNS runs each (after a warm-up), pinned to CPU 1; the table
+# frame, and [auth] sealing and opening per frame (modes authenticate and
+# encrypt); for 225-byte and 64-byte messages. RUNS runs each (after a warm-up), pinned to CPU 1; the table
 # gives the median and the spread (min..max), and how many lcores of each
 # role a bond of two 10 GbE links at line rate needs.
 #
@@ -70,8 +70,10 @@ for size in sorted({r[1] for r in rows}, reverse=True):
         per_lcore = 1 / sum(1 / med[(x, size)] for x in roles)  # roles on one lcore in turn
         return f"{-(-rate // per_lcore):.0f} ({per_lcore/1e6:.1f} M/s each)"
     lines.append(f"  {size}-byte messages, {rate/1e6:.1f} M msg/s: workers {need('worker')}, "
-                 f"receivers {need('receiver')}; with [auth]: workers {need('worker', 'auth_seal')}, "
-                 f"receivers {need('receiver', 'auth_open')}")
+                 f"receivers {need('receiver')}; [auth] authenticate: workers "
+                 f"{need('worker', 'auth_seal')}, receivers {need('receiver', 'auth_open')}; "
+                 f"encrypt: workers {need('worker', 'encrypt_seal')}, "
+                 f"receivers {need('receiver', 'encrypt_open')}")
 report = "\n".join(lines)
 open(f"{out}/report.txt", "w").write(report + "\n")
 print(report)
