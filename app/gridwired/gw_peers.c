@@ -111,7 +111,7 @@ static void on_hello(struct gw_peers *ps, const struct gw_hello_msg *h)
 		p->epoch = h->epoch;
 	}
 	if (ps->node->auth)
-		gw_auth_keys_peer_holds(ps->node->auth, h->node, h->keys, h->nkeys);
+		gw_auth_keys_peer_hello(ps->node->auth, h->node, h->epoch, h->keys, h->nkeys);
 	if (p->caps != h->caps) /* before up is published: a worker reads it then */
 		__atomic_store_n(&p->caps, h->caps, __ATOMIC_RELAXED);
 	if (strncmp(p->name, h->name, sizeof(p->name)))

@@ -38,8 +38,8 @@ struct gw_auth_ent {
 
 /* What a cached frame key is for; gen 0: an empty way. */
 struct gw_auth_tag {
-	uint32_t gen, id, instance;
-	uint16_t roll, peer; /* TX: unused; RX: the frame's destination */
+	uint32_t gen, id, src_instance, dst_instance;
+	uint16_t roll, dst;
 };
 
 /* The tags side by side, so that a lookup reads one or two lines; the
@@ -304,11 +304,13 @@ static uint32_t gen_of_id(const struct gw_auth_keys *ks, uint32_t id)
 	return 0;
 }
 
-void gw_auth_keys_peer_holds(struct gw_auth_keys *ks, uint16_t node, const uint32_t *ids,
-			     unsigned n)
+void gw_auth_keys_peer_hello(struct gw_auth_keys *ks, uint16_t node, uint32_t instance,
+			     const uint32_t *ids, unsigned n)
 {
 	if (node >= GW_AUTH_NODES)
 		return;
+	if (__atomic_load_n(&ks->peer_instance[node], __ATOMIC_RELAXED) != instance)
+		__atomic_store_n(&ks->peer_instance[node], instance, __ATOMIC_RELAXED);
 	uint32_t best = 0;
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t g = gen_of_id(ks, ids[i]);
@@ -319,11 +321,13 @@ void gw_auth_keys_peer_holds(struct gw_auth_keys *ks, uint16_t node, const uint3
 }
 
 /*
- * Derive the frame key of (src, dst, instance, roll) under generation gen
- * into e. false when the store let go of gen meanwhile.
+ * Derive the frame key of (src, dst, their instances, roll) under
+ * generation gen into e, and say so in t. false when the store let go of
+ * gen meanwhile.
  */
 static bool derive(const struct gw_auth_keys *ks, struct gw_auth_ent *e, struct gw_auth_tag *t,
-		   uint32_t gen, uint16_t src, uint16_t dst, uint32_t instance, uint16_t roll)
+		   uint32_t gen, uint16_t src, uint16_t dst, uint32_t src_instance,
+		   uint32_t dst_instance, uint16_t roll)
 {
 	const struct gw_auth_gen *s = gen_slot(ks, gen);
 	if (!s)
@@ -339,18 +343,19 @@ static bool derive(const struct gw_auth_keys *ks, struct gw_auth_ent *e, struct 
 	uint8_t info[32] = "gridwire frame key";
 	put_le(info + 18, src, 2);
 	put_le(info + 20, dst, 2);
-	put_le(info + 22, instance, 4);
-	put_le(info + 26, roll, 2);
+	put_le(info + 22, src_instance, 4);
+	put_le(info + 26, dst_instance, 4);
+	put_le(info + 30, roll, 2);
 	uint8_t key[32];
-	hkdf_expand(key, prk, info, 28);
+	hkdf_expand(key, prk, info, 32);
 	sodium_memzero(prk, sizeof(prk));
 	if (ks->aead == GW_AUTH_AES_GCM)
 		IMB_AES256_GCM_PRE(imb, key, &e->k.gcm);
 	else
 		memcpy(e->k.raw, key, sizeof(key));
 	sodium_memzero(key, sizeof(key));
-	*t = (struct gw_auth_tag){ .gen = gen, .id = id, .instance = instance, .roll = roll,
-				   .peer = dst };
+	*t = (struct gw_auth_tag){ .gen = gen, .id = id, .src_instance = src_instance,
+				   .dst_instance = dst_instance, .roll = roll, .dst = dst };
 	return true;
 }
 
@@ -422,20 +427,25 @@ static const struct gw_auth_ent *tx_key(struct gw_auth_tx *tx, uint16_t dst, uin
 					uint16_t roll, uint32_t instance)
 {
 	const struct gw_auth_keys *ks = tx->keys;
-	struct gw_auth_cache *c = cache_get(&tx->dst[dst < GW_AUTH_NODES ? dst : GW_AUTH_NODES]);
+	bool peer = dst < GW_AUTH_NODES;
+	struct gw_auth_cache *c = cache_get(&tx->dst[peer ? dst : GW_AUTH_NODES]);
 	if (!c)
 		return NULL;
+	uint32_t dst_instance = peer ? __atomic_load_n(&ks->peer_instance[dst], __ATOMIC_RELAXED) : 0;
 	for (unsigned i = 0; i < CACHE_WAYS; i++) {
 		unsigned w = (c->last + i) % CACHE_WAYS;
 		const struct gw_auth_tag *t = &c->t[w];
-		if (t->gen == gen && t->roll == roll && t->instance == instance) {
+		if (t->gen == gen && t->roll == roll && t->src_instance == instance &&
+		    t->dst_instance == dst_instance) {
 			c->last = w;
 			return c->e[w];
 		}
 	}
 	unsigned w = c->next++ % CACHE_WAYS;
 	c->last = w;
-	return derive(ks, c->e[w], &c->t[w], gen, ks->node, dst, instance, roll) ? c->e[w] : NULL;
+	return derive(ks, c->e[w], &c->t[w], gen, ks->node, dst, instance, dst_instance, roll)
+		       ? c->e[w]
+		       : NULL;
 }
 
 /* The AEAD over one frame: encrypt (or just tag) into out, the tag to tag. */
@@ -617,8 +627,8 @@ int gw_auth_verify(struct gw_auth_rx *rx, uint8_t *frame, size_t len, struct gw_
 	unsigned w = c->last;
 	for (unsigned i = 0; i < CACHE_WAYS; i++, w = (w + 1) % CACHE_WAYS) {
 		const struct gw_auth_tag *t = &c->t[w];
-		if (t->gen && t->id == id && t->instance == instance && t->roll == roll &&
-		    t->peer == dst) {
+		if (t->gen && t->id == id && t->src_instance == instance && t->roll == roll &&
+		    t->dst == dst) {
 			e = c->e[w];
 			break;
 		}
@@ -634,7 +644,8 @@ int gw_auth_verify(struct gw_auth_rx *rx, uint8_t *frame, size_t len, struct gw_
 		if (!gen)
 			return -ENOKEY;
 		e = rx->spare;
-		if (!derive(ks, e, &tag, gen, node, dst, instance, roll))
+		if (!derive(ks, e, &tag, gen, node, dst, instance,
+			    dst == GW_AUTH_BROADCAST ? 0 : ks->instance, roll))
 			return -ENOKEY;
 	} else {
 		c->last = w;

@@ -17,9 +17,11 @@
  * frame: HKDF-SHA256 turns it into a key id (its name on the wire, so two
  * gateways agree on which secret without counting loads) and, for each
  * frame, the key of its sender node, destination node (0xffff for a
- * HELLO), sender instance (the header's epoch, new at every start) and
- * roll. So each direction of each peer pair has its own keys, and a
- * restarted gateway never meets a nonce it used before: its keys are new.
+ * HELLO), the instances of both (the sender's from the header's epoch, new
+ * at every start; the destination's from its HELLOs, 0 for a HELLO) and
+ * roll. So each direction of each peer pair has its own keys; a restarted
+ * gateway never meets a nonce it used before (its keys are new), and a
+ * frame captured before a receiver restarted does not open after.
  * A slot's counter only grows (it starts at the wall clock in ns), and the
  * receiver keeps a window of 1024 per member, sender and slot, so a frame
  * is accepted once. A frame sent again is sealed again with a fresh
@@ -93,7 +95,8 @@ struct gw_auth_keys {
 	struct gw_auth_gen g[GW_AUTH_GENS];
 	uint32_t newest, oldest; /* generations accepted: [oldest, newest] */
 	uint16_t roll;
-	uint32_t peer_gen[GW_AUTH_NODES]; /* newest of ours each peer holds; 0: unknown */
+	uint32_t peer_gen[GW_AUTH_NODES];      /* newest of ours each peer holds; 0: unknown */
+	uint32_t peer_instance[GW_AUTH_NODES]; /* each peer's epoch, from its HELLOs */
 };
 
 /* Returns 0, or -ENOTSUP with a reason when the CPU lacks the AEAD. */
@@ -111,9 +114,9 @@ void gw_auth_keys_roll(struct gw_auth_keys *ks);
 unsigned gw_auth_keys_held(const struct gw_auth_keys *ks, uint32_t ids[GW_AUTH_HELD]);
 /* The generations held, newest first: how many. */
 unsigned gw_auth_keys_gens(const struct gw_auth_keys *ks, uint32_t gens[GW_AUTH_HELD]);
-/* A peer's HELLO said which key ids it holds. */
-void gw_auth_keys_peer_holds(struct gw_auth_keys *ks, uint16_t node, const uint32_t *ids,
-			     unsigned n);
+/* A peer's HELLO: its instance (epoch), and which key ids it holds. */
+void gw_auth_keys_peer_hello(struct gw_auth_keys *ks, uint16_t node, uint32_t instance,
+			     const uint32_t *ids, unsigned n);
 /*
  * When the store's owner should retire the secret before the newest (its
  * overlap is over) and roll the frame keys (after roll_ns, or roll_bytes

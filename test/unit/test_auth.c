@@ -20,7 +20,9 @@ static const struct gw_addr B = { .mac = { 2, 0, 0, 0, 0, 2 }, .ip = 0xC6120002,
 static const struct gw_auth_key key = { .k = { 1, 2, 3 } }, other = { .k = { 9 } };
 static const char secret[] = "grid-secret-payload";
 
-/* One gateway's store, a sending lcore and a receiving one. */
+/* One gateway's store, a sending lcore and a receiving one. The receivers
+ * here mostly have instance 0, what a sender assumes of a peer it has not
+ * heard a HELLO from (test_receiver_restart has them apart). */
 struct side {
 	struct gw_auth_keys ks;
 	struct gw_auth_tx tx;
@@ -74,7 +76,7 @@ static void round_trip(enum gw_auth_mode mode, enum gw_auth_aead aead)
 	uint8_t f[2048], c[2048];
 	struct side a, b;
 	side_init(&a, 1, 5, mode, aead, &key, 3, 1000, 1);
-	side_init(&b, 2, 6, mode, aead, &key, 0, 1, 1);
+	side_init(&b, 2, 0, mode, aead, &key, 0, 1, 1);
 	size_t n = build(f, 1);
 	/* Out of place, as gridwired encrypts: the source is left as it was. */
 	int m = gw_auth_seal(&a.tx, c, f, n, sizeof(c), 0);
@@ -110,8 +112,8 @@ static void forged(enum gw_auth_mode mode)
 	uint8_t f[2048], g[2048];
 	struct side a, b, x;
 	side_init(&a, 1, 5, mode, GW_AUTH_AES_GCM, &key, 0, 1, 1);
-	side_init(&b, 2, 6, mode, GW_AUTH_AES_GCM, &key, 0, 1, 1);
-	side_init(&x, 2, 6, mode, GW_AUTH_AES_GCM, &other, 0, 1, 1);
+	side_init(&b, 2, 0, mode, GW_AUTH_AES_GCM, &key, 0, 1, 1);
+	side_init(&x, 2, 0, mode, GW_AUTH_AES_GCM, &other, 0, 1, 1);
 	size_t n = build(f, 1);
 	int m = gw_auth_seal(&a.tx, f, f, n, sizeof(f), 0);
 	/* Any bit of header, payload, counter or tag changed: refused. */
@@ -157,13 +159,13 @@ static void test_wrong_mode(void)
 	uint8_t f[2048];
 	struct side a, b;
 	side_init(&a, 1, 5, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
-	side_init(&b, 2, 6, GW_AUTH_AUTHENTICATE, GW_AUTH_AES_GCM, &key, 0, 1, 1);
+	side_init(&b, 2, 0, GW_AUTH_AUTHENTICATE, GW_AUTH_AES_GCM, &key, 0, 1, 1);
 	int m = gw_auth_seal(&a.tx, f, f, build(f, 1), sizeof(f), 0);
 	CU_ASSERT_EQUAL(gw_auth_open(&b.rx, f, (size_t)m), -EPROTO);
 	side_fini(&a);
 	side_fini(&b);
 	side_init(&a, 1, 5, GW_AUTH_ENCRYPT, GW_AUTH_CHACHA, &key, 0, 1, 1);
-	side_init(&b, 2, 6, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
+	side_init(&b, 2, 0, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
 	m = gw_auth_seal(&a.tx, f, f, build(f, 1), sizeof(f), 0);
 	CU_ASSERT_EQUAL(gw_auth_open(&b.rx, f, (size_t)m), -EPROTO);
 	side_fini(&a);
@@ -176,7 +178,7 @@ static void test_replay(void)
 	int len[40];
 	struct side a, b;
 	side_init(&a, 1, 5, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 1, 500, 1);
-	side_init(&b, 2, 6, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
+	side_init(&b, 2, 0, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
 	for (int i = 0; i < 40; i++)
 		len[i] = gw_auth_seal(&a.tx, f[i], f[i], build(f[i], (uint32_t)i), sizeof(f[i]), 0);
 	static uint8_t c[2048];
@@ -210,7 +212,7 @@ static void test_verify_then_accept(void)
 	uint8_t f[2048], c[2048];
 	struct side a, b, other_lcore;
 	side_init(&a, 1, 5, GW_AUTH_AUTHENTICATE, GW_AUTH_AES_GCM, &key, 3, 1000, 1);
-	side_init(&b, 2, 6, GW_AUTH_AUTHENTICATE, GW_AUTH_AES_GCM, &key, 0, 1, 1);
+	side_init(&b, 2, 0, GW_AUTH_AUTHENTICATE, GW_AUTH_AES_GCM, &key, 0, 1, 1);
 	gw_auth_rx_init(&other_lcore.rx, &b.ks, 1);
 	int m = gw_auth_seal(&a.tx, f, f, build(f, 5), sizeof(f), 0);
 	struct gw_auth_seen seen;
@@ -239,7 +241,7 @@ static void test_members(void)
 	struct side a, b;
 	struct gw_auth_seen seen;
 	side_init(&a, 1, 5, GW_AUTH_AUTHENTICATE, GW_AUTH_AES_GCM, &key, 1, 50, 1);
-	side_init(&b, 2, 6, GW_AUTH_AUTHENTICATE, GW_AUTH_AES_GCM, &key, 0, 1, 2);
+	side_init(&b, 2, 0, GW_AUTH_AUTHENTICATE, GW_AUTH_AES_GCM, &key, 0, 1, 2);
 	int m = gw_auth_seal(&a.tx, f, f, build(f, 2), sizeof(f), 0);
 	for (uint8_t member = 0; member < 2; member++) {
 		memcpy(c, f, (size_t)m);
@@ -260,7 +262,7 @@ static void test_reseal(void)
 		uint8_t f[2048], c[2048], d[2048];
 		struct side a, b;
 		side_init(&a, 1, 5, modes[i], GW_AUTH_AES_GCM, &key, 2, 7, 1);
-		side_init(&b, 2, 6, modes[i], GW_AUTH_AES_GCM, &key, 0, 1, 1);
+		side_init(&b, 2, 0, modes[i], GW_AUTH_AES_GCM, &key, 0, 1, 1);
 		size_t n = build(f, 1);
 		int m = gw_auth_seal(&a.tx, c, f, n, sizeof(c), 0);
 		memcpy(d, c, (size_t)m);
@@ -299,7 +301,7 @@ static void test_keys_apart(void)
 	CU_ASSERT(memcmp(c1 + GW_FRAME_MIN, c3 + GW_FRAME_MIN, n - GW_FRAME_MIN) != 0);
 	/* The reverse direction's key is not this one. */
 	struct side b;
-	side_init(&b, 2, 6, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
+	side_init(&b, 2, 0, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
 	uint8_t g[2048];
 	memcpy(g, c1, (size_t)m);
 	/* Readdressed as if from 2 to 1: the key of that direction fails. */
@@ -313,6 +315,36 @@ static void test_keys_apart(void)
 }
 
 /*
+ * A receiver that restarted (a new instance, empty replay windows) cannot
+ * open frames sealed for its former instance: a capture replayed at it
+ * fails the tag. Once its HELLO is heard, frames for it open.
+ */
+static void test_receiver_restart(void)
+{
+	uint8_t f[2048], c[2048];
+	struct side a, b, b2;
+	side_init(&a, 1, 5, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
+	side_init(&b, 2, 6, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
+	side_init(&b2, 2, 99, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
+	int m = gw_auth_seal(&a.tx, f, f, build(f, 1), sizeof(f), 0);
+	memcpy(c, f, (size_t)m);
+	CU_ASSERT_EQUAL(gw_auth_open(&b.rx, c, (size_t)m), -EBADMSG); /* a has not heard b */
+	gw_auth_keys_peer_hello(&a.ks, 2, 6, NULL, 0);
+	m = gw_auth_seal(&a.tx, f, f, build(f, 2), sizeof(f), 0);
+	memcpy(c, f, (size_t)m);
+	CU_ASSERT(gw_auth_open(&b.rx, c, (size_t)m) > 0);
+	/* b restarts as b2: the frame captured for b, replayed, fails. */
+	memcpy(c, f, (size_t)m);
+	CU_ASSERT_EQUAL(gw_auth_open(&b2.rx, c, (size_t)m), -EBADMSG);
+	gw_auth_keys_peer_hello(&a.ks, 2, 99, NULL, 0);
+	m = gw_auth_seal(&a.tx, f, f, build(f, 3), sizeof(f), 0);
+	CU_ASSERT(gw_auth_open(&b2.rx, f, (size_t)m) > 0);
+	side_fini(&a);
+	side_fini(&b);
+	side_fini(&b2);
+}
+
+/*
  * Rotation: the sender seals with the newest key its peer holds. A peer
  * with the old key only refuses the new one (-ENOKEY) until it loads it;
  * the old one is accepted until retired.
@@ -323,7 +355,7 @@ static void test_rotation(void)
 	struct side a, b;
 	const struct gw_auth_key k2 = { .k = { 7, 7 } };
 	side_init(&a, 1, 5, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
-	side_init(&b, 2, 6, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
+	side_init(&b, 2, 0, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
 	uint32_t ids[GW_AUTH_HELD];
 	CU_ASSERT_EQUAL(gw_auth_keys_held(&a.ks, ids), 1);
 	CU_ASSERT_EQUAL(ids[0], gw_auth_key_id(&key));
@@ -334,7 +366,7 @@ static void test_rotation(void)
 	/* b said it holds the old key only: a seals with that. */
 	uint32_t b_ids[GW_AUTH_HELD];
 	unsigned nb = gw_auth_keys_held(&b.ks, b_ids);
-	gw_auth_keys_peer_holds(&a.ks, 2, b_ids, nb);
+	gw_auth_keys_peer_hello(&a.ks, 2, 0, b_ids, nb);
 	int m = gw_auth_seal(&a.tx, f, f, build(f, 1), sizeof(f), 0);
 	CU_ASSERT(gw_auth_open(&b.rx, f, (size_t)m) > 0);
 	/* a retires the old key: it seals with the new one, b refuses it... */
@@ -368,7 +400,7 @@ static void test_roll(void)
 	uint8_t f[2048], c1[2048], c2[2048];
 	struct side a, b;
 	side_init(&a, 1, 5, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
-	side_init(&b, 2, 6, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
+	side_init(&b, 2, 0, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
 	size_t n = build(f, 1);
 	int m = gw_auth_seal(&a.tx, c1, f, n, sizeof(c1), 0);
 	CU_ASSERT(gw_auth_open(&b.rx, c1, (size_t)m) > 0);
@@ -443,6 +475,7 @@ static const struct gw_test_case cases[] = {
 	{ "a window per member of a parallel port", test_members },
 	{ "retransmission resealed", test_reseal },
 	{ "keys per direction, pair and instance", test_keys_apart },
+	{ "a restarted receiver opens nothing sealed before", test_receiver_restart },
 	{ "rotation: overlap, peer's keys, retirement", test_rotation },
 	{ "roll", test_roll },
 	{ "retire and roll when due", test_due },
