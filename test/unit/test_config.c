@@ -316,6 +316,11 @@ static const struct bad_value bad_values[] = {
 	{ "idle", "sleep_max_us", "0" },
 	{ "idle", "sleep_max_us", "50001" },
 	{ "idle", "sleep_max_us", "100000" },
+	{ "auth", "mode", "rot13" },
+	{ "auth", "aead", "aes-128-gcm" },
+	{ "auth", "overlap_s", "86401" },
+	{ "auth", "roll_s", "0" },
+	{ "auth", "roll_gb", "0" },
 	/* Numbers are plain decimal. */
 	{ "port", "mtu", "+1500" },
 	{ "port", "mtu", "-1500" },
