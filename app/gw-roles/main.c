@@ -304,6 +304,7 @@ static void auth_run_mode(unsigned size, enum gw_auth_mode mode, const char *nam
 		fprintf(stderr, "gw-roles: %s\n", why);
 		exit(2);
 	}
+	gw_auth_keys_peer_hello(&ks_tx, SELF, 9, NULL, 0); /* as its HELLO would */
 	struct gw_auth_tx tx;
 	struct gw_auth_rx rx;
 	gw_auth_tx_init(&tx, &ks_tx, 1, 1);
