@@ -101,6 +101,6 @@ with open(f"{out}/crypto.dat", "w") as f:
 subprocess.run(["gnuplot", "-e", f"""
 set terminal pngcairo size 640,400; set output '{out}/crypto.png';
 set title 'unpaced maximum on the cable by [auth] mode (median of rounds)';
-set ylabel 'M msg/s (225 bytes)'; set yrange [0:*]; set style fill solid 0.6; set boxwidth 0.5;
+set ylabel 'M msg/s (225 bytes)'; set yrange [0:*]; set offsets 0, 0, graph 0.15, 0; set style fill solid 0.6; set boxwidth 0.5;
 unset key; plot '{out}/crypto.dat' using 0:2:xtic(1) with boxes, '' using 0:2:(sprintf('%.2f',$2)) with labels offset 0,1
 """], check=False)
