@@ -76,7 +76,7 @@ const struct gw_counter_name gw_counter_names[] = {
 	GW_COUNTER(tx_copies_dropped),
 	GW_COUNTER(clients_broken), GW_COUNTER(clients_refused), GW_COUNTER(auth_forged),
 	GW_COUNTER(auth_replayed), GW_COUNTER(auth_unknown_key), GW_COUNTER(auth_truncated),
-	GW_COUNTER(auth_wrong_mode), GW_COUNTER(auth_unsealed), GW_COUNTER(abandoned_frames), GW_COUNTER(reject_node_down),
+	GW_COUNTER(auth_wrong_mode), GW_COUNTER(auth_unsealed), GW_COUNTER(auth_throttled), GW_COUNTER(abandoned_frames), GW_COUNTER(reject_node_down),
 	GW_COUNTER(lane_handoffs), GW_COUNTER(auth_handoffs), GW_COUNTER(handoffs_lost),
 	GW_COUNTER(urgent_msgs_out), GW_COUNTER(urgent_msgs_in), GW_COUNTER(urgent_frames),
 	GW_COUNTER(urgent_retrans),

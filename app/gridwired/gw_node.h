@@ -70,7 +70,7 @@ struct gw_counters {
 	uint64_t rejects_sent, rejects_lost, reject_unknown_ep, reject_dest_full;
 	uint64_t nombuf, tx_stalls, tx_copies_dropped, clients_broken, clients_refused;
 	uint64_t auth_forged, auth_replayed, auth_unknown_key, auth_truncated, auth_wrong_mode;
-	uint64_t auth_unsealed;
+	uint64_t auth_unsealed, auth_throttled;
 	uint64_t abandoned_frames, reject_node_down;
 	uint64_t lane_handoffs, auth_handoffs, handoffs_lost;
 	uint64_t urgent_msgs_out, urgent_msgs_in, urgent_frames, urgent_retrans;

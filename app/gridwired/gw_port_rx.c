@@ -238,6 +238,7 @@ static void rx_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
 		uint64_t *why = n == -ENOKEY	 ? &st->auth_unknown_key
 				: n == -EMSGSIZE ? &st->auth_truncated
 				: n == -EPROTO	 ? &st->auth_wrong_mode
+				: n == -EBUSY	 ? &st->auth_throttled
 						 : &st->auth_forged;
 		(*why)++;
 		st->rx_frames++;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <intel-ipsec-mb.h>
 #include <sodium.h>
@@ -618,8 +619,15 @@ int gw_auth_verify(struct gw_auth_rx *rx, uint8_t *frame, size_t len, struct gw_
 	uint16_t roll = le16(tr + TR_ROLL);
 	uint32_t id = le32(tr + TR_KEY_ID), instance = le32(gh + GH_EPOCH);
 	uint64_t ctr = le64(tr + TR_COUNTER);
-	if (slot >= GW_AUTH_SLOTS || node >= GW_AUTH_NODES)
-		return -EBADMSG;
+	if (slot >= GW_AUTH_SLOTS || node >= GW_AUTH_NODES ||
+	    (dst != ks->node && dst != GW_AUTH_BROADCAST))
+		return -EBADMSG; /* not for us: no key is derived for it */
+	/* A roll more than one behind the sender's newest seen is refused: a
+	 * frame key that leaked cannot forge once its roll is past. */
+	uint32_t cur = __atomic_load_n(&ks->peer_instance[node], __ATOMIC_RELAXED);
+	bool tracked = instance == cur && rx->roll_instance[node] == cur;
+	if (tracked && (int16_t)(uint16_t)(roll - rx->roll_top[node]) < -1)
+		return -ENOKEY;
 	struct gw_auth_cache *c = cache_get(&rx->src[node]);
 	if (!c)
 		return -ENOMEM;
@@ -633,8 +641,14 @@ int gw_auth_verify(struct gw_auth_rx *rx, uint8_t *frame, size_t len, struct gw_
 			break;
 		}
 	}
-	if (e && !gen_held(ks, c->t[w].gen))
-		return -ENOKEY; /* retired */
+	if (e && !gen_held(ks, c->t[w].gen)) {
+		/* Its generation went; the same secret may have been loaded
+		 * again since (same id, same keys): then it is that one's. */
+		uint32_t gen = gen_of_id(ks, id);
+		if (!gen)
+			return -ENOKEY; /* retired */
+		c->t[w].gen = gen;
+	}
 	/* A miss derives into the spare, which joins the cache only once the
 	 * frame proves genuine: a forger cannot evict the keys in use. */
 	struct gw_auth_tag tag;
@@ -643,6 +657,17 @@ int gw_auth_verify(struct gw_auth_rx *rx, uint8_t *frame, size_t len, struct gw_
 		uint32_t gen = gen_of_id(ks, id);
 		if (!gen)
 			return -ENOKEY;
+		/* A derivation costs some 20 frames' checks: a flood of frames
+		 * naming new instances or rolls gets a few a millisecond. */
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+		uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		if (now - rx->miss_since >= GW_AUTH_MISS_NS) {
+			rx->miss_since = now;
+			rx->misses = 0;
+		}
+		if (++rx->misses > GW_AUTH_MISS_MAX)
+			return -EBUSY;
 		e = rx->spare;
 		if (!derive(ks, e, &tag, gen, node, dst, instance,
 			    dst == GW_AUTH_BROADCAST ? 0 : ks->instance, roll))
@@ -662,6 +687,14 @@ int gw_auth_verify(struct gw_auth_rx *rx, uint8_t *frame, size_t len, struct gw_
 	}
 	if (!ok)
 		return -EBADMSG;
+	if (instance == cur) {
+		if (rx->roll_instance[node] != cur) {
+			rx->roll_instance[node] = cur;
+			rx->roll_top[node] = roll;
+		} else if ((int16_t)(uint16_t)(roll - rx->roll_top[node]) > 0) {
+			rx->roll_top[node] = roll;
+		}
+	}
 	seen->node = node;
 	seen->slot = slot;
 	seen->member = 0;

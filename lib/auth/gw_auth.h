@@ -23,7 +23,7 @@
  * gateway never meets a nonce it used before (its keys are new), and a
  * frame captured before a receiver restarted does not open after.
  * A slot's counter only grows (it starts at the wall clock in ns), and the
- * receiver keeps a window of 1024 per member, sender and slot, so a frame
+ * receiver keeps a window of 4096 per member, sender and slot, so a frame
  * is accepted once. A frame sent again is sealed again with a fresh
  * counter: no nonce ever covers two different frames.
  *
@@ -31,7 +31,7 @@
  * at run time) and the one before, both accepted for an overlap, then the
  * old one retired. HELLOs list the key ids a gateway holds, and a sender
  * uses the newest key its peer said it holds, so the two ends may load a
- * new secret minutes apart without refusing a frame. The roll advances
+ * new secret up to [auth] overlap_s apart without refusing a frame. The roll advances
  * the frame keys of every peer pair without a new secret (after a count of
  * bytes and a time: the daemon decides, see gw_control.c).
  *
@@ -47,7 +47,11 @@
 
 #define GW_AUTH_TRAILER 32
 #define GW_AUTH_SLOTS 32 /* sending lcores: a TX queue each */
-#define GW_AUTH_WINDOW 1024
+/* Counters of one slot cover all its frames, to every peer and of both
+ * classes: at 40 k frames/s a slot, 4096 is 100 ms, more than a receiving
+ * lcore descheduled with frames in hand (1024 was not: genuine frames
+ * handed between receivers were refused as replays). */
+#define GW_AUTH_WINDOW 4096
 #define GW_AUTH_NODES 256
 #define GW_AUTH_HELD 2    /* secrets accepted at once: the new one and the one before */
 #define GW_AUTH_GENS 4    /* generation slots in the store (a ring) */
@@ -153,7 +157,9 @@ void gw_auth_tx_fini(struct gw_auth_tx *tx);
  * Seal a sealed-by-gw_wire frame of len bytes into out (cap bytes of room;
  * out may be frame itself): copy (if out is not frame), encrypt the
  * payload in mode encrypt, and append the trailer, or renew it if the
- * frame already has one. gen: the generation to seal with, 0 for the one
+ * frame already has one (mode authenticate: a frame is resealed in place;
+ * mode encrypt: always seal from the plaintext, which sealing in place
+ * replaces). gen: the generation to seal with, 0 for the one
  * its destination holds. Returns the new length, -ENOSPC, or -ENOKEY when
  * gen is no longer held.
  */
@@ -172,7 +178,15 @@ struct gw_auth_rx {
 	struct gw_auth_window *win; /* members * GW_AUTH_NODES * GW_AUTH_SLOTS */
 	struct gw_auth_cache *src[GW_AUTH_NODES];
 	struct gw_auth_ent *spare; /* a key derived for a frame not yet verified */
+	uint64_t miss_since;       /* derivations: misses since then */
+	unsigned misses;
+	uint32_t roll_instance[GW_AUTH_NODES]; /* each sender's instance... */
+	uint16_t roll_top[GW_AUTH_NODES];      /* ...and the newest roll seen of it */
 };
+
+/* Keys derived for frames at most this many per lcore per interval. */
+#define GW_AUTH_MISS_MAX 64
+#define GW_AUTH_MISS_NS 10000000ull
 
 /* members: the links frames come in on (1, or a parallel port's members). */
 int gw_auth_rx_init(struct gw_auth_rx *rx, const struct gw_auth_keys *keys, unsigned members);
@@ -192,8 +206,12 @@ struct gw_auth_seen {
  * sealed. Returns the length without it, or
  *   -EMSGSIZE   no trailer, or a truncated one;
  *   -EPROTO     another mode or AEAD than ours;
- *   -ENOKEY     a key id we do not hold (never had, or retired);
- *   -EBADMSG    the tag does not verify (forged, or damaged).
+ *   -ENOKEY     a key id we do not hold (never had, or retired), or a
+ *               roll more than one behind the sender's newest;
+ *   -EBUSY      its key is not derived yet and this lcore derived
+ *               GW_AUTH_MISS_MAX already in the interval (sent again later);
+ *   -EBADMSG    the tag does not verify (forged, or damaged), or the frame
+ *               is for another node.
  */
 int gw_auth_verify(struct gw_auth_rx *rx, uint8_t *frame, size_t len, struct gw_auth_seen *seen);
 /* 0, or -EALREADY for a counter seen before or too old. */

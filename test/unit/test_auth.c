@@ -414,6 +414,71 @@ static void test_roll(void)
 	side_fini(&b);
 }
 
+/* The same secret loaded again after another: its frames open again at
+ * once (the receiver's cached key for it is the same). */
+static void test_reload(void)
+{
+	uint8_t f[2048];
+	struct side a, b;
+	const struct gw_auth_key k2 = { .k = { 7, 7 } };
+	side_init(&a, 1, 5, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
+	side_init(&b, 2, 0, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
+	int m = gw_auth_seal(&a.tx, f, f, build(f, 1), sizeof(f), 0);
+	CU_ASSERT(gw_auth_open(&b.rx, f, (size_t)m) > 0);
+	gw_auth_keys_load(&b.ks, &k2);
+	gw_auth_keys_retire(&b.ks);
+	m = gw_auth_seal(&a.tx, f, f, build(f, 2), sizeof(f), 0);
+	CU_ASSERT_EQUAL(gw_auth_open(&b.rx, f, (size_t)m), -ENOKEY);
+	CU_ASSERT_EQUAL(gw_auth_keys_load(&b.ks, &key), 3);
+	m = gw_auth_seal(&a.tx, f, f, build(f, 3), sizeof(f), 0);
+	CU_ASSERT(gw_auth_open(&b.rx, f, (size_t)m) > 0);
+	side_fini(&a);
+	side_fini(&b);
+}
+
+/*
+ * What a receiver refuses before deriving a key: a frame for another node;
+ * a roll two behind the newest of the sender's current instance (a leaked
+ * old frame key forges nothing); and, past GW_AUTH_MISS_MAX derivations in
+ * an interval, any frame whose key is not cached yet.
+ */
+static void test_refused_early(void)
+{
+	uint8_t f[2048];
+	struct side a, b;
+	side_init(&a, 1, 5, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
+	side_init(&b, 2, 0, GW_AUTH_ENCRYPT, GW_AUTH_AES_GCM, &key, 0, 1, 1);
+	int m = gw_auth_seal(&a.tx, f, f, build_to(f, 1, 1, 3, 5), sizeof(f), 0);
+	CU_ASSERT_EQUAL(gw_auth_open(&b.rx, f, (size_t)m), -EBADMSG);
+	/* b heard a's HELLO: a's rolls are tracked. */
+	gw_auth_keys_peer_hello(&b.ks, 1, 5, NULL, 0);
+	uint8_t old[2048];
+	int mo = gw_auth_seal(&a.tx, old, old, build(old, 2), sizeof(old), 0); /* roll 0 */
+	uint8_t c[2048];
+	memcpy(c, old, (size_t)mo);
+	CU_ASSERT(gw_auth_open(&b.rx, c, (size_t)mo) > 0);
+	gw_auth_keys_roll(&a.ks);
+	gw_auth_keys_roll(&a.ks);
+	m = gw_auth_seal(&a.tx, f, f, build(f, 3), sizeof(f), 0); /* roll 2 */
+	CU_ASSERT(gw_auth_open(&b.rx, f, (size_t)m) > 0);
+	a.tx.counter += 10; /* a frame under roll 0 with a fresh counter: refused */
+	gw_auth_keys_roll(&a.ks);
+	a.ks.roll = 0;
+	m = gw_auth_seal(&a.tx, f, f, build(f, 4), sizeof(f), 0);
+	CU_ASSERT_EQUAL(gw_auth_open(&b.rx, f, (size_t)m), -ENOKEY);
+	/* Frames naming ever new sender instances: a few derivations, then -EBUSY. */
+	int busy = 0, forged = 0;
+	for (uint32_t i = 0; i < 2 * GW_AUTH_MISS_MAX; i++) {
+		m = gw_auth_seal(&a.tx, f, f, build_to(f, 5, 1, 2, 1000 + i), sizeof(f), 0);
+		int rc = gw_auth_open(&b.rx, f, (size_t)m);
+		busy += rc == -EBUSY;
+		forged += rc > 0;
+	}
+	CU_ASSERT(busy >= GW_AUTH_MISS_MAX - 2 && forged <= GW_AUTH_MISS_MAX + 2);
+	side_fini(&a);
+	side_fini(&b);
+}
+
 static void test_due(void)
 {
 	struct side a;
@@ -478,6 +543,8 @@ static const struct gw_test_case cases[] = {
 	{ "a restarted receiver opens nothing sealed before", test_receiver_restart },
 	{ "rotation: overlap, peer's keys, retirement", test_rotation },
 	{ "roll", test_roll },
+	{ "a secret loaded again", test_reload },
+	{ "refused before a key is derived", test_refused_early },
 	{ "retire and roll when due", test_due },
 	{ "mode and AEAD names", test_names },
 	{ "key file", test_key_file },
