@@ -497,6 +497,16 @@ int gw_port_watch(struct gw_port *p)
 		if (!m->open)
 			continue;
 		if (rte_eth_stats_get(m->port_id, &st) == 0) {
+			/* A member taken back into the bond is set up again, and
+			 * some PMDs (af_packet, vhost) start counting from 0:
+			 * its counts go on from where they were. */
+			if (st.ipackets < m->raw.ipackets || st.opackets < m->raw.opackets) {
+				m->base.ipackets += m->raw.ipackets;
+				m->base.opackets += m->raw.opackets;
+			}
+			m->raw = st;
+			st.ipackets += m->base.ipackets;
+			st.opackets += m->base.opackets;
 			bool got = st.ipackets != m->rx_packets;
 			__atomic_store_n(&m->quiet, got ? 0 : m->quiet + (m->quiet < UINT32_MAX),
 					 __ATOMIC_RELAXED);

@@ -42,7 +42,8 @@ struct gw_member {
 	uint16_t port_id;
 	bool open;        /* the device exists (an operator's unplug closes it) */
 	bool up;          /* link as last seen */
-	uint64_t rx_packets, tx_packets; /* as last seen (gw_port_watch) */
+	uint64_t rx_packets, tx_packets; /* as last seen (gw_port_watch), never going back */
+	struct rte_eth_stats raw, base;  /* the PMD's counts, and what they had before a reset */
 	unsigned quiet;   /* watches in a row that saw it receive nothing */
 	unsigned up_watches; /* watches since its link came up (or it opened) */
 	bool carried;     /* it has received something since then */

@@ -94,11 +94,12 @@ int gw_auth_key_load(struct gw_auth_key *key, const char *path, char *err, size_
 		return rc;
 	}
 	size_t n = fread(hex, 1, sizeof(hex) - 1, f);
+	bool more = fgetc(f) != EOF; /* past what a key file can hold: not one */
 	fclose(f);
 	while (n && (hex[n - 1] == '\n' || hex[n - 1] == '\r'))
 		hex[--n] = '\0';
 	size_t got = 0;
-	if (sodium_init() < 0 || n != 64 ||
+	if (sodium_init() < 0 || more || n != 64 ||
 	    sodium_hex2bin(key->k, sizeof(key->k), hex, n, NULL, &got, NULL) != 0 ||
 	    got != sizeof(key->k)) {
 		snprintf(err, errlen, "%s must hold 64 hex digits (32 bytes), e.g. from "

@@ -6,7 +6,7 @@
 # One line per target; exit 1 if a target found a crash (or hang, or leak),
 # with the path of the input that reproduces it.
 #
-#   test/fuzz/run.sh [SECONDS] [TARGET...]    TARGET: wire, lane (default both)
+#   test/fuzz/run.sh [SECONDS] [TARGET...]    TARGET: wire, lane, auth (default all)
 #
 # Everything goes under $GW_FUZZ_DIR (default build/): the binaries
 # fuzz_wire and fuzz_lane, the corpora fuzz-corpus/<target> (kept between
@@ -22,9 +22,9 @@ cd "$ROOT"
 
 secs=${1:-20}
 (($# > 0)) && shift
-[[ "$secs" =~ ^[0-9]+$ && "$secs" -gt 0 ]] || { echo "usage: $0 [SECONDS] [wire|lane]..." >&2; exit 2; }
+[[ "$secs" =~ ^[0-9]+$ && "$secs" -gt 0 ]] || { echo "usage: $0 [SECONDS] [wire|lane|auth]..." >&2; exit 2; }
 targets=("$@")
-((${#targets[@]})) || targets=(wire lane)
+((${#targets[@]})) || targets=(wire lane auth)
 OUT=${GW_FUZZ_DIR:-build}
 
 die() { echo "fuzz: $*" >&2; exit 2; }
@@ -42,19 +42,22 @@ flock 8
 # shellcheck disable=SC2054  # the commas belong to -fsanitize
 CFLAGS=(-std=gnu11 -g -O1 -march=corei7 -Wall -Wextra
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-    -I lib/wire -I lib/proto)
+    -I lib/wire -I lib/proto -I lib/auth)
 declare -A SRCS=(
     [wire]="lib/wire/gw_wire.c lib/wire/gw_crc32c.c"
     [lane]="lib/proto/gw_lane.c lib/wire/gw_wire.c lib/wire/gw_crc32c.c"
+    [auth]="lib/auth/gw_auth.c lib/wire/gw_wire.c lib/wire/gw_crc32c.c"
 )
+# The AEADs' own code (assembly, not instrumented) is linked as is.
+declare -A LIBS=([auth]="-lIPSec_MB -lsodium")
 # Frames go up to 9014 bytes; a lane script needs no more than the default.
-declare -A MAXLEN=([wire]=9216 [lane]=4096)
+declare -A MAXLEN=([wire]=9216 [lane]=4096 [auth]=4200)
 
 build() { # target
     local t=$1
-    [[ -n "${SRCS[$t]:-}" ]] || die "unknown target '$t' (wire, lane)"
-    # shellcheck disable=SC2086  # the source lists are words
-    clang "${CFLAGS[@]}" "test/fuzz/fuzz_$t.c" ${SRCS[$t]} -o "$OUT/fuzz_$t.tmp" ||
+    [[ -n "${SRCS[$t]:-}" ]] || die "unknown target '$t' (wire, lane, auth)"
+    # shellcheck disable=SC2086  # the source and library lists are words
+    clang "${CFLAGS[@]}" "test/fuzz/fuzz_$t.c" ${SRCS[$t]} ${LIBS[$t]:-} -o "$OUT/fuzz_$t.tmp" ||
         die "cannot build fuzz_$t"
     mv -f "$OUT/fuzz_$t.tmp" "$OUT/fuzz_$t"
 }
@@ -106,7 +109,7 @@ if target == 'wire':
         seeds['crcfix-' + name] = b'\x02' + frame(t, p)
     seeds['padded'] = b'\x00' + frame(1, data) + b'\0' * 20
     seeds['roundtrip'] = b'\x03' + bytes(range(256)) * 2
-else:
+elif target == 'lane':
     # now, tx epoch, tx win 2^3 / rto byte / rto_min in us, rx win 2^3; then
     # operations (low nibble op, high nibble argument): push 4, deliver 4,
     # pop, build and deliver the ack, push 4, lose them, time, due, deliver,
@@ -117,6 +120,19 @@ else:
     seeds['clean'] = head + ops
     # and with a receiver restart in the middle
     seeds['rx-restart'] = head + ops[:13] + b'\x0e\x02' + ops[13:]
+if target == 'auth':
+    # mode byte (bit 7: encrypt), then per mode: 0 a frame as received;
+    # 1 type, lane, seq, base, edit, at, value, payload; 2 a key file
+    fields = lambda edit, at=0, val=0: (bytes([0, ]) + struct.pack('<HIIBHB', 3, 41, 40, edit, at, val))
+    for enc in (0, 0x80):
+        tag = 'enc' if enc else 'auth'
+        seeds[f'{tag}-raw'] = bytes([enc]) + frame(1, data)
+        seeds[f'{tag}-sealed'] = bytes([enc | 1]) + fields(0) + data
+        seeds[f'{tag}-flip'] = bytes([enc | 1]) + fields(1, 100, 3) + data
+        seeds[f'{tag}-cut'] = bytes([enc | 1]) + fields(2, 90) + data
+        seeds[f'{tag}-trailer'] = bytes([enc | 1]) + fields(3, 5, 0xff) + data
+    seeds['key'] = b'\x02' + b'0123456789abcdef' * 4 + b'\n'
+    seeds['key-short'] = b'\x02' + b'0123456789abcdef' * 3 + b'\n'
 for name, b in seeds.items():
     with open(os.path.join(d, 'seed-' + name), 'wb') as f:
         f.write(b)

@@ -9,7 +9,8 @@
 # under the same replay windows).
 # The cost is measured on the default link (the cable); the attack runs
 # on the veths, where frames can be captured and injected from outside.
-# Then again pooled (2 workers, 2 receivers a gateway), each replay sent
+# Then again pooled (2 workers, 2 receivers a gateway) and encrypted
+# ([auth] mode encrypt), each replay sent
 # from 4 UDP source ports so that most land on another receiver's queue
 # than the original did: the slot's one replay window still refuses them
 # (had each receiver its own windows, they would pass as duplicates).
@@ -27,7 +28,7 @@ on=$("$pair" --procs 4 --writers 250 --msgs 2000 --set "auth.key_file=$work/key"
 
 export GW_LINK=veth
 gw_ns_up >/dev/null
-attack() { # OUT STEER: a verified run at beta with replays and forgeries fired at it
+attack() { # OUT STEER MODE: a verified run at beta with replays and forgeries fired at it
     # Replay: frames beta has already accepted, captured as they arrived, sent
     # again. The capture starts first: once the run's ten polling lcores are
     # up, a new process can wait many seconds for the CPU before it listens.
@@ -37,7 +38,7 @@ attack() { # OUT STEER: a verified run at beta with replays and forgeries fired 
     local cap=$!
     sleep 1 # listening
     gw_pair_bg "$work/pair.out" --procs 2 --writers 100 --msgs 20000 --rate 100000 \
-        --set "auth.key_file=$work/key" --urgent-every 4
+        --set "auth.key_file=$work/key" --set "auth.mode=$3" --urgent-every 4
     local pid=$GW_PID_PAIR
     if ! wait "$cap" || [[ ! -s $work/kit ]]; then
         # What the run said meanwhile, and what beta's port counted.
@@ -53,9 +54,9 @@ attack() { # OUT STEER: a verified run at beta with replays and forgeries fired 
     wait "$pid" || true
     tail -1 "$work/pair.out" >"$1"
 }
-attack "$work/attacked" 1
+attack "$work/attacked" 1 authenticate
 attacked=$(cat "$work/attacked") replayed1=$replayed
-GW_WORKERS=2 GW_RECEIVERS=2 attack "$work/pooled" 4
+GW_WORKERS=2 GW_RECEIVERS=2 attack "$work/pooled" 4 encrypt
 pooled=$(cat "$work/pooled")
 
 python3 - "$off" "$on" "$attacked" "$replayed1" "$pooled" "$replayed" <<'PY' || fail=1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # [auth] mode encrypt, and keys that change while messages flow:
-#  1. verified encrypted runs on the cable and on the veths; on the veths
+#  1. verified encrypted runs on the cable (AES-256-GCM, then
+#     ChaCha20-Poly1305) and on the veths; on the veths
 #     tshark captures beta's side: a run in mode authenticate shows the
 #     messages' plaintext ("perf" headers), the encrypted one none, and the
 #     dissector marks its payloads encrypted;
@@ -45,6 +46,9 @@ ENC=(--set "auth.key_file=$work/key" --set auth.mode=encrypt)
 # 1. Encrypted runs.
 run=$("$ROOT/scripts/pair.sh" --procs 2 --writers 100 --msgs 2000 "${ENC[@]}" | tail -1)
 check "cable, encrypted: every message once and in order" "$OK" "$run"
+run=$("$ROOT/scripts/pair.sh" --procs 1 --writers 100 --msgs 1000 "${ENC[@]}" \
+    --set auth.aead=chacha20-poly1305 | tail -1)
+check "cable, encrypted with ChaCha20-Poly1305 (CPUs without AES-NI)" "$OK" "$run"
 export GW_LINK=veth
 gw_ns_up >/dev/null
 captured() { # PCAP MODE: a verified run on the veths, beta's side captured

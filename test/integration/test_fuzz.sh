@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Malformed frames and hostile link behaviour, without a network: libFuzzer
-# on the frame parser and on the lane state machine (test/fuzz), 20 s each,
+# on the frame parser, the lane state machine and [auth] (frames as they
+# arrive, genuine frames edited, key files) (test/fuzz), 20 s each,
 # from the corpora kept in build/fuzz-corpus so that each run builds on the
 # last. One line per target (executions, "no crash"); a crash, hang or leak
 # fails the test and names the input that reproduces it.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A bond member lost and coming back in the middle of a run, on both links:
 # no message lost, and traffic moves to the other member. A paced run (2
-# senders x 250,000 msg/s, about 20 s) crosses the bond; the member
+# senders x 250,000 msg/s, about 40 s) crosses the bond; the member
 # carrying it is lost, traffic must appear on the other one; it comes back;
 # then the other member is lost and traffic must come back to the first,
 # which proves it rejoined the bond (LACP agreed again). On the veths a
@@ -34,9 +34,27 @@ wait_moving() {
     return 1
 }
 
+# in_service N: alpha's and beta's member N distributing (bond mode 4:
+# LACP agreed), within 60 s.
+in_service() {
+    local t
+    for t in $(seq 300); do
+        if [[ $(gw_port_field alpha "member$1_in_service") == 1 &&
+            $(gw_port_field beta "member$1_in_service") == 1 ]]; then
+            gw_log "member $1 in service at both ends after $((t / 5)) s"
+            return 0
+        fi
+        sleep 0.2
+    done
+    return 1
+}
+
 for link in cable veth; do
     export GW_LINK=$link
-    gw_pair_bg "$out" --procs 2 --writers 250 --msgs 20000 --rate 250000
+    # 40 s: the flips, waits for LACP included, take 15-30 s, and on a slow
+    # day a 20 s run ended before the last of them (its gateways gone, the
+    # checks failed against nothing).
+    gw_pair_bg "$out" --procs 2 --writers 250 --msgs 40000 --rate 250000
     pair=$GW_PID_PAIR
     # Wait for the data to flow, then find the member carrying it.
     busy=
@@ -54,10 +72,14 @@ for link in cable veth; do
     gw_check "$link: member $busy taken down" gw_member $link $busy down
     gw_check "$link: member $busy lost, traffic moved to member $other" wait_moving $other
     gw_check "$link: member $busy brought back" gw_member $link $busy up
-    sleep 6 # reconnected (the cable's client retries every second), then LACP (about 3 s)
+    # Reconnected (the cable's client retries every second), then LACP
+    # agreed again on both ends (about 3 s on a quiet machine; a fixed
+    # wait of 6 s was not enough on a slow day).
+    gw_check "$link: member $busy in service again at both ends" in_service $busy
     gw_check "$link: member $other taken down" gw_member $link $other down
     gw_check "$link: member $other lost, traffic came back to member $busy, which rejoined" wait_moving $busy
     gw_check "$link: member $other brought back" gw_member $link $other up
+    gw_check "$link: the run lasted through the flips" kill -0 "$pair"
     wait "$pair" || true
     tail -4 "$out"
     python3 - "$(tail -1 "$out")" "$link" <<'PY' || fail=1

@@ -526,6 +526,11 @@ static void test_key_file(void)
 	fputs("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e\n", f); /* 31 bytes */
 	fclose(f);
 	CU_ASSERT_EQUAL(gw_auth_key_load(&k, path, err, sizeof(err)), -EINVAL);
+	/* A key, then more than a key file can hold: not a key file. */
+	f = fopen(path, "w");
+	fprintf(f, "%s%s", good, "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\nkey=old\n");
+	fclose(f);
+	CU_ASSERT_EQUAL(gw_auth_key_load(&k, path, err, sizeof(err)), -EINVAL);
 	unlink(path);
 	CU_ASSERT_EQUAL(gw_auth_key_load(&k, path, err, sizeof(err)), -ENOENT);
 	CU_ASSERT(strstr(err, "cannot read") != NULL);
