@@ -147,14 +147,18 @@ static void walk_payload(const struct gw_hdr *h, const uint8_t *payload)
 	memset(&hl, 0x5a, sizeof(hl));
 	rc = gw_wire_hello_get(pl, len, &hl);
 	if (rc == 0) {
-		size_t n = strnlen(hl.name, sizeof(hl.name));
-		CHECK(n >= 1 && n <= GW_NAME_MAX - 1 && n == pl[6] && len == 8 + n);
+		size_t n = strnlen(hl.name, sizeof(hl.name)), k = hl.nkeys;
+		CHECK(n >= 1 && n <= GW_NAME_MAX - 1 && n == pl[6] && k == pl[7] &&
+		      k <= GW_HELLO_KEYS && len == 8 + n + 4 * k);
 		CHECK(memcmp(hl.name, pl + 8, n) == 0);
 		CHECK(all_bytes(hl.name + n, sizeof(hl.name) - n, 0));
+		for (size_t i = 0; i < k; i++)
+			CHECK(hl.keys[i] == le32(pl + 8 + n + 4 * i));
+		/* Encoding it again gives the same bytes. */
 		uint8_t *out = malloc(len);
 		CHECK(out);
 		CHECK(gw_wire_hello_put(out, &hl) == len);
-		CHECK(memcmp(out, pl, 7) == 0 && out[7] == 0 && memcmp(out + 8, pl + 8, n) == 0);
+		CHECK(memcmp(out, pl, len) == 0);
 		free(out);
 	} else {
 		CHECK(rc == -EBADMSG);
@@ -367,21 +371,26 @@ static void fz_round_trips(struct fz_in *in)
 	}
 	free(ab);
 
-	/* HELLO: up to 31 name bytes, nothing at all for an empty name. */
-	struct gw_hello hl = { .caps = rd32(in), .interval_ms = rd16(in) };
+	/* HELLO: up to 31 name bytes and 2 key ids, nothing at all for an
+	 * empty name. */
+	struct gw_hello hl = { .caps = rd32(in), .interval_ms = rd16(in),
+			       .nkeys = (uint8_t)(rd8(in) % (GW_HELLO_KEYS + 1)) };
+	for (unsigned i = 0; i < GW_HELLO_KEYS; i++)
+		hl.keys[i] = rd32(in);
 	for (unsigned i = 0; i < sizeof(hl.name); i++)
 		hl.name[i] = (char)rd8(in);
 	size_t n = strnlen(hl.name, GW_NAME_MAX - 1);
-	uint8_t *hb = malloc(8 + n);
+	uint8_t *hb = malloc(8 + n + 4 * GW_HELLO_KEYS);
 	CHECK(hb);
 	size_t hlen = gw_wire_hello_put(hb, &hl);
 	if (n == 0) {
 		CHECK(hlen == 0);
 	} else {
 		struct gw_hello g;
-		CHECK(hlen == 8 + n && gw_wire_hello_get(hb, hlen, &g) == 0);
-		CHECK(g.caps == hl.caps && g.interval_ms == hl.interval_ms);
+		CHECK(hlen == 8 + n + 4 * (size_t)hl.nkeys && gw_wire_hello_get(hb, hlen, &g) == 0);
+		CHECK(g.caps == hl.caps && g.interval_ms == hl.interval_ms && g.nkeys == hl.nkeys);
 		CHECK(memcmp(g.name, hl.name, n) == 0 && g.name[n] == 0);
+		CHECK(memcmp(g.keys, hl.keys, g.nkeys * sizeof(g.keys[0])) == 0);
 	}
 	free(hb);
 
