@@ -424,9 +424,9 @@ static size_t trailer_at(const uint8_t *frame)
 	return GW_FRAME_MIN + le32(frame + GW_OUTER_HLEN + GH_LEN);
 }
 
-/* The sender's frame key to dst under gen. */
+/* The sender's frame key to dst under gen, and its secret's key id in *id. */
 static const struct gw_auth_ent *tx_key(struct gw_auth_tx *tx, uint16_t dst, uint32_t gen,
-					uint16_t roll, uint32_t instance)
+					uint16_t roll, uint32_t instance, uint32_t *id)
 {
 	const struct gw_auth_keys *ks = tx->keys;
 	bool peer = dst < GW_AUTH_NODES;
@@ -440,14 +440,16 @@ static const struct gw_auth_ent *tx_key(struct gw_auth_tx *tx, uint16_t dst, uin
 		if (t->gen == gen && t->roll == roll && t->src_instance == instance &&
 		    t->dst_instance == dst_instance) {
 			c->last = w;
+			*id = t->id;
 			return c->e[w];
 		}
 	}
 	unsigned w = c->next++ % CACHE_WAYS;
 	c->last = w;
-	return derive(ks, c->e[w], &c->t[w], gen, ks->node, dst, instance, dst_instance, roll)
-		       ? c->e[w]
-		       : NULL;
+	if (!derive(ks, c->e[w], &c->t[w], gen, ks->node, dst, instance, dst_instance, roll))
+		return NULL;
+	*id = c->t[w].id;
+	return c->e[w];
 }
 
 /* The AEAD over one frame: encrypt (or just tag) into out, the tag to tag. */
@@ -499,8 +501,9 @@ int gw_auth_seal(struct gw_auth_tx *tx, uint8_t *out, const uint8_t *frame, size
 			gen = __atomic_load_n(&ks->newest, __ATOMIC_ACQUIRE);
 	}
 	uint16_t roll = __atomic_load_n(&ks->roll, __ATOMIC_ACQUIRE);
+	uint32_t id = 0;
 	const struct gw_auth_ent *e = gen_held(ks, gen)
-					      ? tx_key(tx, dst, gen, roll, le32(gh + GH_EPOCH))
+					      ? tx_key(tx, dst, gen, roll, le32(gh + GH_EPOCH), &id)
 					      : NULL;
 	if (!e)
 		return -ENOKEY;
@@ -511,8 +514,7 @@ int gw_auth_seal(struct gw_auth_tx *tx, uint8_t *out, const uint8_t *frame, size
 	tr[TR_SLOT] = tx->slot;
 	tr[TR_FLAGS] = flags_of(ks);
 	put_le(tr + TR_ROLL, roll, 2);
-	const struct gw_auth_cache *c = tx->dst[dst < GW_AUTH_NODES ? dst : GW_AUTH_NODES];
-	put_le(tr + TR_KEY_ID, c->t[c->last].id, 4); /* tx_key's way */
+	put_le(tr + TR_KEY_ID, id, 4);
 	put_le(tr + TR_COUNTER, ctr, 8);
 	uint8_t nonce[12];
 	nonce_of(nonce, tx->slot, ctr);
