@@ -91,6 +91,14 @@ static bool dest_hold(struct gw_receiver *rv, struct gw_client *cl)
 			       rv->node->cfg->dest_block_ms * 1000000ull);
 }
 
+/* A REJECT for cl found its channel full: hold the lane while cl reads on? */
+static bool reject_hold(struct gw_receiver *rv, struct gw_client *cl)
+{
+	return gw_deliver_owed(&cl->rx[rv->id].hold, rv->now,
+			       rv->node->cfg->dest_block_ms * 1000000ull,
+			       gw_chan_rx_read_pos(&cl->chan, rv->id));
+}
+
 /* A REJECT for one of our clients (of a message for node): into its channel. */
 static int deliver_reject(struct gw_receiver *rv, uint16_t node, uint16_t chan_id, uint32_t ep,
 			  uint32_t msg_id, int err, struct gw_client **dst)
@@ -101,19 +109,22 @@ static int deliver_reject(struct gw_receiver *rv, uint16_t node, uint16_t chan_i
 		return 0;
 	}
 	*dst = cl;
-	if (!dest_open(rv, cl))
-		return -ENOBUFS;
+	/* Owed, so tried whatever the messages' state (gw_deliver.h). */
 	struct gw_chan_reject rj = { .err = err, .msg_id = msg_id, .node = node };
 	struct gw_chan_desc d = {
 		.len = sizeof(rj), .node = node, .ep = ep, .chan = chan_id, .kind = GW_RK_REJECT,
 	};
-	return gw_chan_deliver(&cl->chan, rv->id, &d, &rj);
+	int rc = gw_chan_deliver(&cl->chan, rv->id, &d, &rj);
+	if (rc == 0)
+		gw_deliver_owed_done(&cl->rx[rv->id].hold);
+	return rc;
 }
 
 /*
  * Owe the sender of r, on node, a REJECT. Local senders are told at once;
- * for a peer the REJECT goes to a worker to travel on its lane. -EBUSY when
- * that cannot happen yet: the caller holds the record and tries again, so
+ * for a peer the REJECT goes to a worker to travel on its lane. -EAGAIN when
+ * the local sender's channel is full and it reads on, -EBUSY when the
+ * worker's ring is full: the caller holds the record and tries again, so
  * no REJECT is dropped.
  */
 static int reject_queue(struct gw_receiver *rv, uint16_t node, const struct gw_rec *r, int err)
@@ -125,8 +136,8 @@ static int reject_queue(struct gw_receiver *rv, uint16_t node, const struct gw_r
 				gw_chan_publish(&cl->chan, rv->id);
 				rv->st->rejects_sent++;
 			}
-		} else if (dest_hold(rv, cl)) {
-			return -EBUSY;
+		} else if (reject_hold(rv, cl)) {
+			return -EAGAIN;
 		} else {
 			rv->st->rejects_lost++; /* the sender stopped reading */
 		}
@@ -142,8 +153,8 @@ static int reject_queue(struct gw_receiver *rv, uint16_t node, const struct gw_r
 /*
  * Deliver one record into its destination's channel; *dst is that client.
  * Returns 0 when the record is done with (delivered, or its sender will be
- * told), -ENOBUFS when the channel is full, -EBUSY when a REJECT is owed
- * but cannot be queued yet.
+ * told), -ENOBUFS when the channel is full, -EAGAIN or -EBUSY when a
+ * REJECT is owed but cannot be queued yet (reject_queue).
  */
 static int deliver_rec(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 		       const struct gw_rec *r, struct gw_client **dst)
@@ -217,20 +228,20 @@ static bool deliver_frame(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 	while ((more = gw_wire_rec_next(pl, len, &off, &r)) == 1) {
 		struct gw_client *cl = NULL;
 		int rc = deliver_rec(rv, src, urgent, &r, &cl);
-		if (rc == -EBUSY && reject_wait(rv, held_ns)) {
+		if (rc == -EAGAIN || (rc == -EBUSY && reject_wait(rv, held_ns))) {
 			done = false;
 			break;
 		}
 		if (rc == -ENOBUFS) {
-			if (dest_hold(rv, cl)) {
+			if (r.kind != GW_RK_MSG ? reject_hold(rv, cl) : dest_hold(rv, cl)) {
 				done = false;
 				break;
 			}
 			if (r.kind != GW_RK_MSG) {
-				rv->st->rejects_lost++; /* a REJECT its sender cannot take */
+				rv->st->rejects_lost++; /* its sender stopped reading */
 			} else if ((rc = reject_queue(rv, src, &r, -ENOBUFS)) == 0) {
 				rv->st->reject_dest_full++;
-			} else if (reject_wait(rv, held_ns)) {
+			} else if (rc == -EAGAIN || reject_wait(rv, held_ns)) {
 				done = false;
 				break;
 			}

@@ -248,6 +248,10 @@ int gw_chan_deliver(struct gw_chan *c, unsigned part, const struct gw_chan_desc 
 /* Has the client read RX part `part` down to half (descriptors and bytes)? */
 bool gw_chan_rx_below_half(const struct gw_chan *c, unsigned part);
 
+/* How far the client has read RX part `part` (its ring's consumer count):
+ * it moves while the client reads. */
+uint32_t gw_chan_rx_read_pos(const struct gw_chan *c, unsigned part);
+
 /* After a run of deliveries into a part: show them to the client, wake it
  * if it sleeps. */
 void gw_chan_publish(struct gw_chan *c, unsigned part);

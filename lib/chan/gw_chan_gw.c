@@ -292,6 +292,11 @@ bool gw_chan_rx_below_half(const struct gw_chan *c, unsigned part)
 	return queued < c->ring_half && bytes <= (c->rx_mask + 1) / 2;
 }
 
+uint32_t gw_chan_rx_read_pos(const struct gw_chan *c, unsigned part)
+{
+	return __atomic_load_n(&c->rx[part].ring->cons.tail, __ATOMIC_ACQUIRE);
+}
+
 void gw_chan_wake(struct gw_chan *c)
 {
 	/* Pairs with the fence in gw_chan_wait: we see its flag, or it sees

@@ -27,3 +27,15 @@ bool gw_deliver_full(struct gw_deliver_hold *h, uint64_t now, uint64_t block_ns)
 	h->rejecting = true;
 	return false;
 }
+
+bool gw_deliver_owed(struct gw_deliver_hold *h, uint64_t now, uint64_t block_ns,
+		     uint32_t read_pos)
+{
+	if (!h->owed_since_ns || read_pos != h->owed_pos) {
+		h->owed_since_ns = now ? now : 1;
+		h->owed_pos = read_pos;
+		return true;
+	}
+	uint64_t idle = now > h->owed_since_ns ? now - h->owed_since_ns : 0;
+	return idle < block_ns;
+}

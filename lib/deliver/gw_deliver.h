@@ -9,6 +9,12 @@
  * message now and then cannot keep the lane at its pace, and one that
  * stopped delays the other destinations once, by at most that bound.
  *
+ * A REJECT is owed, not offered: it cannot itself be refused. One that
+ * finds its sender's channel full holds the lane for as long as that
+ * sender keeps reading, whatever the messages' state; only a sender that
+ * read nothing for block_ns loses it (counted). A busy sender that drains
+ * slowly is told everything.
+ *
  * Moved out of the daemon's receiver so the policy can be tested with a
  * made-up clock. No DPDK; the caller says what time it is and whether the
  * ring is below half.
@@ -23,6 +29,8 @@
 struct gw_deliver_hold {
 	uint64_t full_since_ns; /* 0: not full (a clock started at 0 reads 1) */
 	bool rejecting;         /* held past the bound: refuse until drained to half */
+	uint64_t owed_since_ns; /* a REJECT waits since (0: none), or since the reader last moved */
+	uint32_t owed_pos;      /* the reader's position then */
 };
 
 /* Is the destination taking deliveries? below_half: its reader has drained
@@ -34,5 +42,17 @@ bool gw_deliver_open(struct gw_deliver_hold *h, bool below_half);
  * until gw_deliver_open says open again. The first full moment starts the
  * clock; past block_ns it turns to rejecting. */
 bool gw_deliver_full(struct gw_deliver_hold *h, uint64_t now, uint64_t block_ns);
+
+/* A REJECT found it full at now, its reader at read_pos (any counter the
+ * reader advances): true = hold the lane and try again later; false = the
+ * reader has not moved for block_ns, give the REJECT up. */
+bool gw_deliver_owed(struct gw_deliver_hold *h, uint64_t now, uint64_t block_ns,
+		     uint32_t read_pos);
+
+/* The REJECT went in: the next one that waits starts a new clock. */
+static inline void gw_deliver_owed_done(struct gw_deliver_hold *h)
+{
+	h->owed_since_ns = 0;
+}
 
 #endif

@@ -15,6 +15,8 @@ ROOT=$(gw_root)
 if [[ ${1:-} == restart-alpha ]]; then
     work=$2
     ups=$(grep -c "peer 2 (beta) is up" "$work/alpha.log")
+    # Its counters up to here (the restart starts them again), for a failure's story.
+    "$ROOT/build/app/gwctl" -n alpha raw /gridwire/stats >"$work/alpha-before-restart.json" 2>&1 || true
     kill -9 "$(cat "$work/alpha.pid")"
     sleep 1.5 # past peer_timeout_ms: beta declares alpha down
     gw_gateway_start "$work" 0 >"$work/alpha.pid"

@@ -148,6 +148,43 @@ static void test_odd_clocks(void)
 	CU_ASSERT_FALSE(gw_deliver_full(&h, 1100, BLOCK));
 }
 
+/* A REJECT holds while its reader moves, whatever the messages' state;
+ * it is given up only after block_ns without a read. */
+static void test_owed_reader_moves(void)
+{
+	struct gw_deliver_hold h = { 0 };
+	CU_ASSERT_TRUE(gw_deliver_full(&h, 1000, BLOCK));
+	CU_ASSERT_FALSE(gw_deliver_full(&h, 1100, BLOCK)); /* messages refused */
+	CU_ASSERT_TRUE(gw_deliver_owed(&h, 1100, BLOCK, 7));
+	CU_ASSERT_TRUE(gw_deliver_owed(&h, 1199, BLOCK, 7));
+	/* It read one: a new clock, long past the first. */
+	for (uint64_t t = 1199, pos = 8; t < 100000; t += 90, pos++)
+		CU_ASSERT_TRUE(gw_deliver_owed(&h, t, BLOCK, (uint32_t)pos));
+	CU_ASSERT_TRUE(h.rejecting); /* the messages' state is its own */
+}
+
+static void test_owed_reader_stopped(void)
+{
+	struct gw_deliver_hold h = { 0 };
+	CU_ASSERT_TRUE(gw_deliver_owed(&h, 5000, BLOCK, 3));
+	CU_ASSERT_TRUE(gw_deliver_owed(&h, 5099, BLOCK, 3));
+	CU_ASSERT_FALSE(gw_deliver_owed(&h, 5100, BLOCK, 3));
+	CU_ASSERT_FALSE(gw_deliver_owed(&h, 9000, BLOCK, 3));
+	/* Reading again (the count wraps like any counter): held again. */
+	CU_ASSERT_TRUE(gw_deliver_owed(&h, 9001, BLOCK, 4));
+	/* Delivered: the next wait starts its own clock, at the same position. */
+	gw_deliver_owed_done(&h);
+	CU_ASSERT_TRUE(gw_deliver_owed(&h, 20000, BLOCK, 4));
+	CU_ASSERT_TRUE(gw_deliver_owed(&h, 20099, BLOCK, 4));
+	CU_ASSERT_FALSE(gw_deliver_owed(&h, 20100, BLOCK, 4));
+	/* At time 0, and with a clock stepping back. */
+	memset(&h, 0, sizeof(h));
+	CU_ASSERT_TRUE(gw_deliver_owed(&h, 0, BLOCK, 0));
+	CU_ASSERT_TRUE(gw_deliver_owed(&h, 0, BLOCK, 0));
+	CU_ASSERT_FALSE(gw_deliver_owed(&h, BLOCK + 1, BLOCK, 0));
+	CU_ASSERT_TRUE(gw_deliver_owed(&h, 10, BLOCK, UINT32_MAX));
+}
+
 static const struct gw_test_case cases[] = {
 	{ "zeroed state is open", test_fresh_open },
 	{ "holds within block_ns, refuses after", test_hold_then_refuse },
@@ -158,6 +195,8 @@ static const struct gw_test_case cases[] = {
 	{ "block_ns 0 refuses at once", test_block_zero },
 	{ "a full moment at now 0 starts the clock", test_now_zero },
 	{ "clocks near the top, and stepping back", test_odd_clocks },
+	{ "a REJECT holds while its reader moves", test_owed_reader_moves },
+	{ "a REJECT is given up once its reader stops", test_owed_reader_stopped },
 	{ NULL, NULL },
 };
 
