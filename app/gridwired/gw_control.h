@@ -27,6 +27,7 @@
 /* One receiver's view of a client's channel: its own cache line. */
 struct gw_client_rx {
 	alignas(64) struct gw_deliver_hold hold;
+	bool unpublished; /* delivered into since the receiver last published */
 };
 
 struct gw_client {

@@ -91,6 +91,34 @@ static bool dest_hold(struct gw_receiver *rv, struct gw_client *cl)
 			       rv->node->cfg->dest_block_ms * 1000000ull);
 }
 
+#define GW_PUBLISH_RECS 512 /* records delivered before the clients are shown them */
+
+/* Show the clients what was delivered into them, one fence for all. */
+static void publish_all(struct gw_receiver *rv)
+{
+	struct gw_chan *cs[GW_RECEIVER_UNPUB];
+	for (unsigned i = 0; i < rv->nunpub; i++) {
+		cs[i] = &rv->unpub[i]->chan;
+		rv->unpub[i]->rx[rv->id].unpublished = false;
+	}
+	gw_chan_publish_set(cs, rv->nunpub, rv->id);
+	rv->nunpub = 0;
+	rv->unpub_recs = 0;
+}
+
+/* cl was delivered into: it is shown at the latest when the step ends
+ * (before the lcore's quiescent state, so cl cannot have left). */
+static void unpublished(struct gw_receiver *rv, struct gw_client *cl)
+{
+	rv->unpub_recs++;
+	if (cl->rx[rv->id].unpublished)
+		return;
+	if (rv->nunpub == GW_RECEIVER_UNPUB)
+		publish_all(rv);
+	cl->rx[rv->id].unpublished = true;
+	rv->unpub[rv->nunpub++] = cl;
+}
+
 /* A REJECT for cl found its channel full: hold the lane while cl reads on? */
 static bool reject_hold(struct gw_receiver *rv, struct gw_client *cl)
 {
@@ -133,7 +161,7 @@ static int reject_queue(struct gw_receiver *rv, uint16_t node, const struct gw_r
 		struct gw_client *cl = NULL;
 		if (deliver_reject(rv, node, r->src_chan, r->dst_ep, r->msg_id, err, &cl) == 0) {
 			if (cl) {
-				gw_chan_publish(&cl->chan, rv->id);
+				unpublished(rv, cl);
 				rv->st->rejects_sent++;
 			}
 		} else if (reject_hold(rv, cl)) {
@@ -221,7 +249,6 @@ static bool deliver_frame(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 {
 	const uint8_t *pl = rte_pktmbuf_mtod(m, uint8_t *) + GW_FRAME_MIN;
 	size_t len = m->pkt_len - GW_FRAME_MIN, off = *cursor;
-	struct gw_client *last = NULL;
 	struct gw_rec r;
 	int more;
 	bool done = true;
@@ -245,10 +272,8 @@ static bool deliver_frame(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 				done = false;
 				break;
 			}
-		} else if (cl && cl != last) {
-			if (last)
-				gw_chan_publish(&last->chan, rv->id);
-			last = cl;
+		} else if (cl) {
+			unpublished(rv, cl);
 		}
 		*cursor = (uint32_t)off;
 		*held_ns = 0;
@@ -256,8 +281,8 @@ static bool deliver_frame(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 	}
 	if (more < 0)
 		rv->st->bad_frames++; /* CRC-valid but malformed: skip the rest */
-	if (last)
-		gw_chan_publish(&last->chan, rv->id);
+	if (rv->unpub_recs >= GW_PUBLISH_RECS)
+		publish_all(rv);
 	return done;
 }
 
@@ -351,6 +376,8 @@ bool gw_receiver_step(struct gw_receiver *rv, uint64_t now)
 	work |= deliver_lanes(rv, GW_LANES_MAX, GW_LANE_SLOTS);
 	work |= deliver_lanes(rv, 0, GW_LANES_MAX);
 	work |= deliver_loops(rv);
+	if (rv->nunpub)
+		publish_all(rv);
 	return work;
 }
 

@@ -37,6 +37,8 @@ struct gw_loop {
 	uint64_t held_ns;
 };
 
+#define GW_RECEIVER_UNPUB 64 /* clients awaiting a publish */
+
 /* One per receiver, in an array: each starts a cache line of its own. */
 struct gw_receiver {
 	alignas(64) uint8_t id; /* its RX part in every channel; its lanes' owner mark is id + 1 */
@@ -52,6 +54,11 @@ struct gw_receiver {
 	struct rte_ring *handoff[GW_RECEIVERS_MAX]; /* in, from each other receiver's lcore */
 	unsigned nhandoff;
 	uint64_t now;
+	/* Clients delivered into and not yet shown (gw_chan_publish_set): one
+	 * publish per client per run of frames, not per run of records. */
+	struct gw_client *unpub[GW_RECEIVER_UNPUB];
+	unsigned nunpub;
+	unsigned unpub_recs; /* records delivered since the last publish */
 	/* when each node was last heard on this lcore's queues (the peers role reads it) */
 	alignas(64) uint64_t heard[GW_MAX_NODES];
 };

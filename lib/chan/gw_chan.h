@@ -256,6 +256,9 @@ uint32_t gw_chan_rx_read_pos(const struct gw_chan *c, unsigned part);
  * if it sleeps. */
 void gw_chan_publish(struct gw_chan *c, unsigned part);
 
+/* gw_chan_publish of part `part` of n channels, with one fence for all. */
+void gw_chan_publish_set(struct gw_chan *const *cs, unsigned n, unsigned part);
+
 /* Wake a sleeping client with nothing new to read (a node went down). */
 void gw_chan_wake(struct gw_chan *c);
 

@@ -297,23 +297,43 @@ uint32_t gw_chan_rx_read_pos(const struct gw_chan *c, unsigned part)
 	return __atomic_load_n(&c->rx[part].ring->cons.tail, __ATOMIC_ACQUIRE);
 }
 
-void gw_chan_wake(struct gw_chan *c)
+/* One store per run: the client polls this cache line, so a store per
+ * message would pull it back and forth for every message. */
+static void show(struct gw_chan *c, unsigned part)
 {
-	/* Pairs with the fence in gw_chan_wait: we see its flag, or it sees
-	 * what was stored before this call. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	struct gw_chan_rx *x = &c->rx[part];
+	x->ring->prod.head = x->pos;
+	__atomic_store_n(&x->ring->prod.tail, x->pos, __ATOMIC_RELEASE);
+}
+
+/* After the fence: wake the client if it sleeps (see gw_chan_wake). */
+static void wake_if_waiting(struct gw_chan *c)
+{
 	if (c->shm->rx_wait) {
 		c->shm->rx_wait = 0;
 		eventfd_write(c->efd_rx, 1);
 	}
 }
 
+void gw_chan_wake(struct gw_chan *c)
+{
+	/* Pairs with the fence in gw_chan_wait: we see its flag, or it sees
+	 * what was stored before this call. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	wake_if_waiting(c);
+}
+
 void gw_chan_publish(struct gw_chan *c, unsigned part)
 {
-	/* One store per run: the client polls this cache line, so a store
-	 * per message would pull it back and forth for every message. */
-	struct gw_chan_rx *x = &c->rx[part];
-	x->ring->prod.head = x->pos;
-	__atomic_store_n(&x->ring->prod.tail, x->pos, __ATOMIC_RELEASE);
+	show(c, part);
 	gw_chan_wake(c);
+}
+
+void gw_chan_publish_set(struct gw_chan *const *cs, unsigned n, unsigned part)
+{
+	for (unsigned i = 0; i < n; i++)
+		show(cs[i], part);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (unsigned i = 0; i < n; i++)
+		wake_if_waiting(cs[i]);
 }
