@@ -4,12 +4,15 @@
  * value and final xor 0xFFFFFFFF. The SSE4.2 crc32 instruction computes
  * exactly this polynomial; a byte table is the fallback for CPUs without it.
  * Long buffers, when PCLMULQDQ is there too, run three crc32 chains at once
- * (see crc32c_hw3). The kernel is chosen on the first call.
+ * (see crc32c_hw3); with AVX-512's VPCLMULQDQ, a frame is folded 256 bytes
+ * a step by carry-less multiplies (crc32c_fold). The kernel is chosen on
+ * the first call.
  */
 #include <stdint.h>
 #include <string.h>
 
 #ifdef __x86_64__
+#include <immintrin.h>
 #include <nmmintrin.h>
 #include <wmmintrin.h>
 #endif
@@ -226,6 +229,69 @@ __attribute__((target("sse4.2,pclmul"))) static uint32_t crc32c_hw3(uint32_t crc
 	}
 	return crc32c_hw(crc, p, len);
 }
+
+/*
+ * Folding, for long buffers (a received frame is checked before anything
+ * else reads it, so this pass is the one that pulls it from memory). A
+ * 16-byte chunk A of message, F bits ahead of a chunk C, adds A * x^F to
+ * C's place; mod P that is a polynomial of degree < 128, so A can be
+ * replaced by it, xored into C. In the reading of crc32c_hw3's comment,
+ * A's low qword q0 is the coefficient of x^64 and its high qword q1 of x^0,
+ * and clmul(q, k) read as 128 bits of message is q*k*x. So
+ *
+ *	fold(A) = clmul(q0, k0) ^ clmul(q1, k1),
+ *	k0 = x^(F+63) mod P, k1 = x^(F-1) mod P,
+ *
+ * and a 32-bit reflected constant r held in a qword reads as r*x^32, so
+ * k0 = crc32c_shift[F/64] and k1 = crc32c_shift[F/64 - 1] as they are.
+ * Four 512-bit accumulators (sixteen chunks) each fold F = 2048 bits ahead
+ * per step; they are then folded into the last one (F = 512), its four
+ * chunks into its last (F = 384, 256, 128), and that chunk's 16 bytes,
+ * with the incoming register xored into the first 4 bytes of message at the
+ * start, are the register crc32_u64 finishes from 0. The tail (< 256 bytes)
+ * goes on in crc32c_hw3.
+ */
+#define CRC32C_FOLD_MIN 512
+
+__attribute__((target("avx512f,vpclmulqdq"), always_inline)) static inline __m512i
+crc32c_fold512(__m512i a, __m512i k, __m512i c)
+{
+	return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(a, k, 0x00),
+					 _mm512_clmulepi64_epi128(a, k, 0x11), c, 0x96);
+}
+
+__attribute__((target("sse4.2,pclmul"), always_inline)) static inline __m128i
+crc32c_fold128(__m128i a, unsigned f_bits)
+{
+	__m128i k = _mm_set_epi64x(crc32c_shift[f_bits / 64 - 1], crc32c_shift[f_bits / 64]);
+	return _mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00), _mm_clmulepi64_si128(a, k, 0x11));
+}
+
+__attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) static uint32_t
+crc32c_fold(uint32_t crc, const uint8_t *p, size_t len)
+{
+	if (len < CRC32C_FOLD_MIN)
+		return crc32c_hw3(crc, p, len);
+	const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(crc32c_shift[31], crc32c_shift[32]));
+	const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(crc32c_shift[7], crc32c_shift[8]));
+	__m512i a0 = _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)crc)));
+	__m512i a1 = _mm512_loadu_si512(p + 64), a2 = _mm512_loadu_si512(p + 128);
+	__m512i a3 = _mm512_loadu_si512(p + 192);
+	for (p += 256, len -= 256; len >= 256; p += 256, len -= 256) {
+		a0 = crc32c_fold512(a0, k2048, _mm512_loadu_si512(p));
+		a1 = crc32c_fold512(a1, k2048, _mm512_loadu_si512(p + 64));
+		a2 = crc32c_fold512(a2, k2048, _mm512_loadu_si512(p + 128));
+		a3 = crc32c_fold512(a3, k2048, _mm512_loadu_si512(p + 192));
+	}
+	a3 = crc32c_fold512(crc32c_fold512(crc32c_fold512(a0, k512, a1), k512, a2), k512, a3);
+	__m128i r = _mm_xor_si128(_mm512_extracti32x4_epi32(a3, 3),
+				  crc32c_fold128(_mm512_extracti32x4_epi32(a3, 0), 384));
+	r = _mm_xor_si128(r, crc32c_fold128(_mm512_extracti32x4_epi32(a3, 1), 256));
+	r = _mm_xor_si128(r, crc32c_fold128(_mm512_extracti32x4_epi32(a3, 2), 128));
+	uint64_t c = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(r));
+	c = _mm_crc32_u64(c, (uint64_t)_mm_extract_epi64(r, 1));
+	return crc32c_hw3((uint32_t)c, p, len);
+}
 #endif
 
 static uint32_t crc32c_pick(uint32_t crc, const uint8_t *p, size_t len);
@@ -238,8 +304,14 @@ static uint32_t crc32c_pick(uint32_t crc, const uint8_t *p, size_t len)
 	crc32c_fn *fn = crc32c_sw;
 #ifdef __x86_64__
 	__builtin_cpu_init(); /* we may be called before the constructor that does it */
-	if (__builtin_cpu_supports("sse4.2"))
-		fn = __builtin_cpu_supports("pclmul") ? crc32c_hw3 : crc32c_hw;
+	if (!__builtin_cpu_supports("sse4.2"))
+		fn = crc32c_sw;
+	else if (!__builtin_cpu_supports("pclmul"))
+		fn = crc32c_hw;
+	else if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq"))
+		fn = crc32c_fold;
+	else
+		fn = crc32c_hw3;
 #endif
 	/* Racing first callers all store the same value. */
 	__atomic_store_n(&crc32c_impl, fn, __ATOMIC_RELAXED);

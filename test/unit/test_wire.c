@@ -146,6 +146,13 @@ static bool have_hw3(void)
 	__builtin_cpu_init();
 	return __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("pclmul");
 }
+
+/* So does the folding kernel (AVX-512 VPCLMULQDQ). */
+static bool have_fold(void)
+{
+	return have_hw3() && __builtin_cpu_supports("avx512f") &&
+	       __builtin_cpu_supports("vpclmulqdq");
+}
 #endif
 
 static void test_crc_vectors(void)
@@ -187,11 +194,11 @@ static void test_crc_chaining(void)
 
 static void test_crc_kernels_agree(void)
 {
-	uint8_t buf[1100];
+	uint8_t buf[2400];
 	rng_state = 2;
 	for (size_t i = 0; i < sizeof(buf); i++)
 		buf[i] = (uint8_t)rng();
-	unsigned bad_pub = 0, bad_sw = 0, bad_hw = 0, bad_hw3 = 0;
+	unsigned bad_pub = 0, bad_sw = 0, bad_hw = 0, bad_hw3 = 0, bad_fold = 0;
 	/* Every length up to past a few 8-byte blocks, from every alignment. */
 	for (size_t off = 0; off < 8; off++) {
 		for (size_t len = 0; len + off <= sizeof(buf); len += len < 80 ? 1 : 61) {
@@ -203,6 +210,8 @@ static void test_crc_kernels_agree(void)
 				bad_hw += ~crc32c_hw(~0x12345678u, buf + off, len) != want;
 			if (have_hw3())
 				bad_hw3 += ~crc32c_hw3(~0x12345678u, buf + off, len) != want;
+			if (have_fold())
+				bad_fold += ~crc32c_fold(~0x12345678u, buf + off, len) != want;
 #endif
 		}
 	}
@@ -210,6 +219,7 @@ static void test_crc_kernels_agree(void)
 	CU_ASSERT_EQUAL(bad_sw, 0);
 	CU_ASSERT_EQUAL(bad_hw, 0);
 	CU_ASSERT_EQUAL(bad_hw3, 0);
+	CU_ASSERT_EQUAL(bad_fold, 0);
 	/* The renamed copy dispatches too; it must agree with the library. */
 	CU_ASSERT_EQUAL(gw_crc32c_whitebox(0, buf, sizeof(buf)), gw_crc32c(0, buf, sizeof(buf)));
 }
