@@ -142,7 +142,7 @@ static int deliver_reject(struct gw_receiver *rv, uint16_t node, uint16_t chan_i
 	struct gw_chan_desc d = {
 		.len = sizeof(rj), .node = node, .ep = ep, .chan = chan_id, .kind = GW_RK_REJECT,
 	};
-	int rc = gw_chan_deliver(&cl->chan, rv->id, &d, &rj);
+	int rc = gw_chan_deliver(&cl->chan, rv->id, d, &rj);
 	if (rc == 0)
 		gw_deliver_owed_done(&cl->rx[rv->id].hold);
 	return rc;
@@ -210,7 +210,7 @@ static int deliver_rec(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 		.len = r->len, .node = src, .ep = r->dst_ep, .chan = r->src_chan,
 		.kind = GW_RK_MSG | urgent,
 	};
-	int rc = gw_chan_deliver(&cl->chan, rv->id, &d, r->data);
+	int rc = gw_chan_deliver(&cl->chan, rv->id, d, r->data);
 	if (rc == -EMSGSIZE)
 		return reject_queue(rv, src, r, rc);
 	if (rc == 0) {

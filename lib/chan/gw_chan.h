@@ -242,8 +242,7 @@ void gw_chan_consume(struct gw_chan *c, unsigned cls, unsigned n);
  * unseen by the client until gw_chan_publish. -ENOBUFS when the ring or
  * arena is full (the client is not reading), -EMSGSIZE if it never fits.
  */
-int gw_chan_deliver(struct gw_chan *c, unsigned part, const struct gw_chan_desc *d,
-		    const void *data);
+int gw_chan_deliver(struct gw_chan *c, unsigned part, struct gw_chan_desc d, const void *data);
 
 /* Has the client read RX part `part` down to half (descriptors and bytes)? */
 bool gw_chan_rx_below_half(const struct gw_chan *c, unsigned part);

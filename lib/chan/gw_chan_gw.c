@@ -240,11 +240,10 @@ void gw_chan_consume(struct gw_chan *c, unsigned cls, unsigned n)
 	}
 }
 
-int gw_chan_deliver(struct gw_chan *c, unsigned part, const struct gw_chan_desc *d,
-		    const void *data)
+int gw_chan_deliver(struct gw_chan *c, unsigned part, struct gw_chan_desc d, const void *data)
 {
 	struct gw_chan_rx *x = &c->rx[part];
-	uint32_t len = d->len;
+	uint32_t len = d.len;
 	uint32_t size = c->rx_mask + 1;
 	if (len > c->msg_max)
 		return -EMSGSIZE;
@@ -272,9 +271,9 @@ int gw_chan_deliver(struct gw_chan *c, unsigned part, const struct gw_chan_desc 
 			return -ENOBUFS; /* the descriptor ring is full */
 		}
 	}
-	/* Built privately and only then stored: the slot is the client's
-	 * memory, so nothing is read back from it. */
-	struct gw_chan_desc out = *d;
+	/* Built privately (d comes in registers) and only then stored: the
+	 * slot is the client's memory, so nothing is read back from it. */
+	struct gw_chan_desc out = d;
 	out.pos = x->head + pad;
 	memcpy(x->arena + (out.pos & c->rx_mask), data, len);
 	x->head = out.pos + len;

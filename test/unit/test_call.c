@@ -86,7 +86,7 @@ static void ctl_answer(int s, struct gw_ctl_msg *m)
 static void deliver(uint16_t node, uint32_t ep, uint16_t kind, const void *data, uint16_t len)
 {
 	struct gw_chan_desc d = { .len = len, .node = node, .ep = ep, .chan = 9, .kind = kind };
-	CU_ASSERT_FATAL(gw_chan_deliver(&fake.gw, 0, &d, data) == 0);
+	CU_ASSERT_FATAL(gw_chan_deliver(&fake.gw, 0, d, data) == 0);
 	gw_chan_publish(&fake.gw, 0);
 }
 
