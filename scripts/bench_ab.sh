@@ -4,7 +4,8 @@
 # worktree of its own, then the unpaced maximum (4 x 250 writers, every
 # message verified) runs REPS times per side, interleaved (A, B, A, B...),
 # each host's processes pinned to its own CPU as in bench.sh. Each side
-# runs its own scripts and binaries. Prints the medians and B/A.
+# runs its own scripts and binaries. Prints the medians and B/A, of the
+# rate and of the gateways' CPU seconds per million messages.
 #
 #   scripts/bench_ab.sh REV [--reps N] [--msgs M] [--link cable|veth] [-- PAIR_ARGS...]
 #
@@ -57,6 +58,7 @@ python3 - "$out" "$reps" "$rev" <<'PY'
 import json, statistics, sys
 out, reps, rev = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rate = {"A": [], "B": []}
+cpu = {"A": [], "B": []}  # the gateways' CPU seconds per million messages
 for side in rate:
     for r in range(1, reps + 1):
         try:
@@ -65,11 +67,14 @@ for side in rate:
             continue
         if j.get("delivered") == j.get("sent") and not j.get("order_violations"):
             rate[side].append(j["msgs_per_s"])
+            if "gw_cpu_s_per_M" in j:
+                cpu[side].append(j["gw_cpu_s_per_M"])
 with open(f"{out}/ab.csv", "w") as c:
-    c.write("side,run,msgs_per_s\n")
+    c.write("side,run,msgs_per_s,gw_cpu_s_per_M\n")
     for side, v in rate.items():
         for i, x in enumerate(v, 1):
-            c.write(f"{side},{i},{x}\n")
+            g = cpu[side][i - 1] if i <= len(cpu[side]) else ""
+            c.write(f"{side},{i},{x},{g}\n")
 if not rate["A"] or not rate["B"]:
     print("ab: a side has no verified run; see the .err files in " + out)
     sys.exit(1)
@@ -79,5 +84,8 @@ print(f"A ({rev}): median {a/1e6:.2f} M msg/s over {len(rate['A'])} runs "
 print(f"B (this tree): median {b/1e6:.2f} M msg/s over {len(rate['B'])} runs "
       f"({min(rate['B'])/1e6:.2f}..{max(rate['B'])/1e6:.2f})")
 print(f"B/A = {b/a:.2f}")
+if cpu["A"] and cpu["B"]:
+    ca, cb = statistics.median(cpu["A"]), statistics.median(cpu["B"])
+    print(f"gateways' CPU s per million messages: A {ca:.3f}, B {cb:.3f}, B/A = {cb/ca:.2f}")
 PY
 gw_log "ab: results in $out"
