@@ -15,12 +15,15 @@
  *   auth      gw_auth_seal (the sender's lcore) and gw_auth_open (port
  *             RX's) of one full frame, timed apart, in [auth] mode
  *             authenticate (auth_*) and encrypt (encrypt_*), AES-256-GCM
+ *   limit     not gridwired's code: the floor under it, messages packed
+ *             into frames on CPU 0 and copied out of them on CPU 1 by
+ *             memcpy alone (limit.c)
  *
  * Only the timed part is counted: filling channels, laying frames and the
  * clients' reading are outside it. One JSON line per run on stdout:
  *   {"role":"worker","size":225,"msgs":...,"frames":...,"s":...,"msgs_per_s":...}
  *
- *   gw-roles [--role worker|receiver|crc|auth|all] [--size BYTES] [--runs N]
+ *   gw-roles [--role worker|receiver|crc|auth|limit|all] [--size BYTES] [--runs N]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -35,6 +38,7 @@
 
 #include "gw_ctl.h"
 #include "gw_gateway.h"
+#include "limit.h"
 
 #define CLIENTS 64
 #define SELF 1
@@ -358,7 +362,7 @@ int main(int argc, char **argv)
 		case 's': size = (unsigned)atoi(optarg); break;
 		case 'n': runs = (unsigned)atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: gw-roles [--role worker|receiver|crc|auth|all] [--size BYTES] [--runs N]\n");
+			fprintf(stderr, "usage: gw-roles [--role worker|receiver|crc|auth|limit|all] [--size BYTES] [--runs N]\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -399,6 +403,12 @@ int main(int argc, char **argv)
 			crc_run(size);
 		if (all || !strcmp(role, "auth"))
 			auth_run(size);
+		if (all || !strcmp(role, "limit")) {
+			uint64_t msgs, frames, ns;
+			if (limit_run(size, node.payload_max, &msgs, &frames, &ns) < 0)
+				die("the limit role's threads", -EAGAIN);
+			report("limit", size, msgs, frames, ns);
+		}
 	}
 	return 0;
 }
