@@ -67,14 +67,13 @@ for side in rate:
             continue
         if j.get("delivered") == j.get("sent") and not j.get("order_violations"):
             rate[side].append(j["msgs_per_s"])
-            if "gw_cpu_s_per_M" in j:
-                cpu[side].append(j["gw_cpu_s_per_M"])
+            cpu[side].append(j.get("gw_cpu_s_per_M"))
 with open(f"{out}/ab.csv", "w") as c:
     c.write("side,run,msgs_per_s,gw_cpu_s_per_M\n")
     for side, v in rate.items():
         for i, x in enumerate(v, 1):
-            g = cpu[side][i - 1] if i <= len(cpu[side]) else ""
-            c.write(f"{side},{i},{x},{g}\n")
+            g = cpu[side][i - 1]
+            c.write(f"{side},{i},{x},{'' if g is None else g}\n")
 if not rate["A"] or not rate["B"]:
     print("ab: a side has no verified run; see the .err files in " + out)
     sys.exit(1)
@@ -84,6 +83,7 @@ print(f"A ({rev}): median {a/1e6:.2f} M msg/s over {len(rate['A'])} runs "
 print(f"B (this tree): median {b/1e6:.2f} M msg/s over {len(rate['B'])} runs "
       f"({min(rate['B'])/1e6:.2f}..{max(rate['B'])/1e6:.2f})")
 print(f"B/A = {b/a:.2f}")
+cpu = {side: [g for g in v if g is not None] for side, v in cpu.items()}
 if cpu["A"] and cpu["B"]:
     ca, cb = statistics.median(cpu["A"]), statistics.median(cpu["B"])
     print(f"gateways' CPU s per million messages: A {ca:.3f}, B {cb:.3f}, B/A = {cb/ca:.2f}")

@@ -107,7 +107,8 @@ static void publish_all(struct gw_receiver *rv)
 }
 
 /* cl was delivered into: it is shown at the latest when the step ends
- * (before the lcore's quiescent state, so cl cannot have left). */
+ * (before the lcore's quiescent state, so cl's channel cannot have been
+ * freed, though cl may be leaving). */
 static void unpublished(struct gw_receiver *rv, struct gw_client *cl)
 {
 	rv->unpub_recs++;
@@ -211,8 +212,10 @@ static int deliver_rec(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 		.kind = GW_RK_MSG | urgent,
 	};
 	int rc = gw_chan_deliver(&cl->chan, rv->id, d, r->data);
-	if (rc == -EMSGSIZE)
+	if (rc == -EMSGSIZE) {
+		*dst = NULL; /* nothing went in */
 		return reject_queue(rv, src, r, rc);
+	}
 	if (rc == 0) {
 		rv->st->msgs_in++;
 		rv->st->urgent_msgs_in += urgent != 0;
@@ -240,7 +243,9 @@ static bool reject_wait(struct gw_receiver *rv, uint64_t *held_ns)
 
 /*
  * Deliver the records of frame m from node src, from *cursor on (a byte
- * offset into its payload; *held_ns since when a REJECT there waits);
+ * offset into its payload; *held_ns since when a REJECT there waits for
+ * a worker's ring; one for a full local sender keeps its clock in that
+ * sender's hold, gw_deliver_owed);
  * urgent is GW_CHAN_KIND_URGENT for a frame of that class, else 0.
  * Returns true when the frame is done with, false when it is held there.
  */

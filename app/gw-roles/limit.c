@@ -38,10 +38,13 @@ struct desc {
 
 struct pipe {
 	struct slot *slot;
+	uint8_t *src, *dst; /* the arenas, ARENA bytes each */
+	struct desc *ring;  /* DESCS descriptors */
 	unsigned size, payload_max;
 	uint64_t msgs; /* to move */
 	uint64_t ns;   /* the consumer's time, first frame to last */
 	uint64_t sum;  /* read from the destination, so the copies stay */
+	uint32_t stop; /* the producer never started: the consumer gives up */
 };
 
 static void pin(unsigned cpu)
@@ -56,8 +59,7 @@ static void *produce(void *arg)
 {
 	struct pipe *p = arg;
 	pin(0);
-	uint8_t *src = aligned_alloc(64, ARENA);
-	memset(src, 7, ARENA);
+	const uint8_t *src = p->src;
 	uint32_t at = 0;
 	uint64_t k = 0;
 	for (unsigned s = 0; k < p->msgs; s = (s + 1) % SLOTS) {
@@ -78,7 +80,6 @@ static void *produce(void *arg)
 		sl->nrec = n;
 		__atomic_store_n(&sl->full, 1, __ATOMIC_RELEASE);
 	}
-	free(src);
 	return NULL;
 }
 
@@ -86,16 +87,17 @@ static void *consume(void *arg)
 {
 	struct pipe *p = arg;
 	pin(1);
-	uint8_t *dst = aligned_alloc(64, ARENA);
-	struct desc *ring = aligned_alloc(64, DESCS * sizeof(*ring));
-	memset(dst, 0, ARENA);
-	memset(ring, 0, DESCS * sizeof(*ring));
+	uint8_t *dst = p->dst;
+	struct desc *ring = p->ring;
 	uint32_t head = 0, pos = 0;
 	uint64_t k = 0, t0 = 0;
 	for (unsigned s = 0; k < p->msgs; s = (s + 1) % SLOTS) {
 		struct slot *sl = &p->slot[s];
-		while (!__atomic_load_n(&sl->full, __ATOMIC_ACQUIRE))
+		while (!__atomic_load_n(&sl->full, __ATOMIC_ACQUIRE)) {
+			if (__atomic_load_n(&p->stop, __ATOMIC_RELAXED))
+				return NULL;
 			__builtin_ia32_pause();
+		}
 		if (!t0)
 			t0 = gw_clock_ns();
 		const uint8_t *f = sl->frame;
@@ -113,26 +115,43 @@ static void *consume(void *arg)
 	}
 	p->ns = gw_clock_ns() - t0;
 	p->sum = dst[0] + ring[0].len;
-	free(dst);
-	free(ring);
 	return NULL;
 }
 
 int limit_run(unsigned size, unsigned payload_max, uint64_t *msgs, uint64_t *frames, uint64_t *ns)
 {
+	if (size + REC_HLEN > payload_max || payload_max > sizeof(((struct slot *)0)->frame))
+		return -1;
 	struct pipe p = {
 		.size = size, .payload_max = payload_max, .msgs = 8000000,
 		.slot = aligned_alloc(64, SLOTS * sizeof(struct slot)),
+		.src = aligned_alloc(64, ARENA), .dst = aligned_alloc(64, ARENA),
+		.ring = aligned_alloc(64, DESCS * sizeof(struct desc)),
 	};
-	if (!p.slot)
-		return -1;
-	memset(p.slot, 0, SLOTS * sizeof(struct slot));
+	int rc = -1;
 	pthread_t a, b;
-	if (pthread_create(&b, NULL, consume, &p) || pthread_create(&a, NULL, produce, &p))
-		return -1;
-	pthread_join(a, NULL);
-	pthread_join(b, NULL);
+	if (p.slot && p.src && p.dst && p.ring) {
+		/* Written once here, so neither thread's first pass faults pages in. */
+		memset(p.slot, 0, SLOTS * sizeof(struct slot));
+		memset(p.src, 7, ARENA);
+		memset(p.dst, 0, ARENA);
+		memset(p.ring, 0, DESCS * sizeof(struct desc));
+		if (pthread_create(&b, NULL, consume, &p) == 0) {
+			if (pthread_create(&a, NULL, produce, &p) == 0) {
+				pthread_join(a, NULL);
+				rc = 0;
+			} else {
+				__atomic_store_n(&p.stop, 1, __ATOMIC_RELAXED);
+			}
+			pthread_join(b, NULL);
+		}
+	}
 	free(p.slot);
+	free(p.src);
+	free(p.dst);
+	free(p.ring);
+	if (rc < 0)
+		return rc;
 	unsigned per_frame = payload_max / (REC_HLEN + size);
 	*msgs = p.msgs;
 	*frames = (p.msgs + per_frame - 1) / per_frame;

@@ -252,7 +252,7 @@ bool gw_chan_rx_below_half(const struct gw_chan *c, unsigned part);
 uint32_t gw_chan_rx_read_pos(const struct gw_chan *c, unsigned part);
 
 /* After a run of deliveries into a part: show them to the client, wake it
- * if it sleeps. */
+ * if it sleeps (gw_chan_publish_set: several channels at once). */
 void gw_chan_publish(struct gw_chan *c, unsigned part);
 
 /* gw_chan_publish of part `part` of n channels, with one fence for all. */

@@ -31,8 +31,16 @@ bool gw_deliver_full(struct gw_deliver_hold *h, uint64_t now, uint64_t block_ns)
 bool gw_deliver_owed(struct gw_deliver_hold *h, uint64_t now, uint64_t block_ns,
 		     uint32_t read_pos)
 {
-	if (!h->owed_since_ns || read_pos != h->owed_pos) {
-		h->owed_since_ns = now ? now : 1;
+	uint64_t t = now ? now : 1;
+	if (!h->owed_first_ns) {
+		h->owed_first_ns = h->owed_since_ns = t;
+		h->owed_pos = read_pos;
+		return true;
+	}
+	if (now > h->owed_first_ns && now - h->owed_first_ns >= GW_DELIVER_OWED_BLOCKS * block_ns)
+		return false;
+	if (read_pos != h->owed_pos) {
+		h->owed_since_ns = t;
 		h->owed_pos = read_pos;
 		return true;
 	}

@@ -10,14 +10,16 @@
  * stopped delays the other destinations once, by at most that bound.
  *
  * A REJECT is owed, not offered: it cannot itself be refused. One that
- * finds its sender's channel full holds the lane for as long as that
- * sender keeps reading, whatever the messages' state; only a sender that
- * read nothing for block_ns loses it (counted). A busy sender that drains
+ * finds its sender's channel full holds the lane while that sender keeps
+ * reading, whatever the messages' state, up to GW_DELIVER_OWED_BLOCKS
+ * times block_ns in all (the reader's position is the client's word, and
+ * others may take the room it frees); a sender that read nothing for
+ * block_ns, or that long, loses it (counted). A busy sender that drains
  * slowly is told everything.
  *
  * Moved out of the daemon's receiver so the policy can be tested with a
- * made-up clock. No DPDK; the caller says what time it is and whether the
- * ring is below half.
+ * made-up clock. No DPDK; the caller says what time it is, whether the
+ * ring is below half, and how far its reader has read.
  */
 #ifndef GW_DELIVER_H
 #define GW_DELIVER_H
@@ -29,7 +31,8 @@
 struct gw_deliver_hold {
 	uint64_t full_since_ns; /* 0: not full (a clock started at 0 reads 1) */
 	bool rejecting;         /* held past the bound: refuse until drained to half */
-	uint64_t owed_since_ns; /* a REJECT waits since (0: none), or since the reader last moved */
+	uint64_t owed_first_ns; /* a REJECT waits since (0: none) */
+	uint64_t owed_since_ns; /* ... and its reader last moved since */
 	uint32_t owed_pos;      /* the reader's position then */
 };
 
@@ -43,16 +46,19 @@ bool gw_deliver_open(struct gw_deliver_hold *h, bool below_half);
  * clock; past block_ns it turns to rejecting. */
 bool gw_deliver_full(struct gw_deliver_hold *h, uint64_t now, uint64_t block_ns);
 
+#define GW_DELIVER_OWED_BLOCKS 10 /* a REJECT's whole wait, in block_ns */
+
 /* A REJECT found it full at now, its reader at read_pos (any counter the
  * reader advances): true = hold the lane and try again later; false = the
- * reader has not moved for block_ns, give the REJECT up. */
+ * reader has not moved for block_ns, or the REJECT has waited
+ * GW_DELIVER_OWED_BLOCKS times that: give it up. */
 bool gw_deliver_owed(struct gw_deliver_hold *h, uint64_t now, uint64_t block_ns,
 		     uint32_t read_pos);
 
 /* The REJECT went in: the next one that waits starts a new clock. */
 static inline void gw_deliver_owed_done(struct gw_deliver_hold *h)
 {
-	h->owed_since_ns = 0;
+	h->owed_first_ns = h->owed_since_ns = 0;
 }
 
 #endif

@@ -148,8 +148,8 @@ static void test_odd_clocks(void)
 	CU_ASSERT_FALSE(gw_deliver_full(&h, 1100, BLOCK));
 }
 
-/* A REJECT holds while its reader moves, whatever the messages' state;
- * it is given up only after block_ns without a read. */
+/* A REJECT holds while its reader moves, whatever the messages' state,
+ * up to GW_DELIVER_OWED_BLOCKS block_ns in all. */
 static void test_owed_reader_moves(void)
 {
 	struct gw_deliver_hold h = { 0 };
@@ -157,10 +157,18 @@ static void test_owed_reader_moves(void)
 	CU_ASSERT_FALSE(gw_deliver_full(&h, 1100, BLOCK)); /* messages refused */
 	CU_ASSERT_TRUE(gw_deliver_owed(&h, 1100, BLOCK, 7));
 	CU_ASSERT_TRUE(gw_deliver_owed(&h, 1199, BLOCK, 7));
-	/* It read one: a new clock, long past the first. */
-	for (uint64_t t = 1199, pos = 8; t < 100000; t += 90, pos++)
-		CU_ASSERT_TRUE(gw_deliver_owed(&h, t, BLOCK, (uint32_t)pos));
+	/* It reads on: held again and again, past one block_ns. */
+	uint64_t t = 1199;
+	uint32_t pos = 8;
+	for (; t < 1100 + GW_DELIVER_OWED_BLOCKS * BLOCK; t += 90, pos++)
+		CU_ASSERT_TRUE(gw_deliver_owed(&h, t, BLOCK, pos));
+	/* But not for longer than the whole bound, reading or not; and the
+	 * next REJECT that finds it full is given up too, until one gets in. */
+	CU_ASSERT_FALSE(gw_deliver_owed(&h, t, BLOCK, pos + 1));
+	CU_ASSERT_FALSE(gw_deliver_owed(&h, t + 1, BLOCK, pos + 2));
 	CU_ASSERT_TRUE(h.rejecting); /* the messages' state is its own */
+	gw_deliver_owed_done(&h);
+	CU_ASSERT_TRUE(gw_deliver_owed(&h, t + 2, BLOCK, pos + 2));
 }
 
 static void test_owed_reader_stopped(void)
@@ -169,9 +177,9 @@ static void test_owed_reader_stopped(void)
 	CU_ASSERT_TRUE(gw_deliver_owed(&h, 5000, BLOCK, 3));
 	CU_ASSERT_TRUE(gw_deliver_owed(&h, 5099, BLOCK, 3));
 	CU_ASSERT_FALSE(gw_deliver_owed(&h, 5100, BLOCK, 3));
-	CU_ASSERT_FALSE(gw_deliver_owed(&h, 9000, BLOCK, 3));
+	CU_ASSERT_FALSE(gw_deliver_owed(&h, 5300, BLOCK, 3));
 	/* Reading again (the count wraps like any counter): held again. */
-	CU_ASSERT_TRUE(gw_deliver_owed(&h, 9001, BLOCK, 4));
+	CU_ASSERT_TRUE(gw_deliver_owed(&h, 5301, BLOCK, 4));
 	/* Delivered: the next wait starts its own clock, at the same position. */
 	gw_deliver_owed_done(&h);
 	CU_ASSERT_TRUE(gw_deliver_owed(&h, 20000, BLOCK, 4));
@@ -195,7 +203,7 @@ static const struct gw_test_case cases[] = {
 	{ "block_ns 0 refuses at once", test_block_zero },
 	{ "a full moment at now 0 starts the clock", test_now_zero },
 	{ "clocks near the top, and stepping back", test_odd_clocks },
-	{ "a REJECT holds while its reader moves", test_owed_reader_moves },
+	{ "a REJECT holds while its reader moves, within a bound", test_owed_reader_moves },
 	{ "a REJECT is given up once its reader stops", test_owed_reader_stopped },
 	{ NULL, NULL },
 };

@@ -215,6 +215,17 @@ static void test_crc_kernels_agree(void)
 #endif
 		}
 	}
+	/* The folding kernel's edges: one step, a tail of 0, one byte either side. */
+	static const size_t edges[] = { 255, 256, 257, 511, 512, 513, 767, 768, 1024, 2048, 2304, 2392 };
+	for (size_t off = 0; off < 8; off += 7)
+		for (unsigned i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+			uint32_t want = ref_crc32c(0x9abcdef0, buf + off, edges[i]);
+			bad_pub += gw_crc32c(0x9abcdef0, buf + off, edges[i]) != want;
+#ifdef __x86_64__
+			if (have_fold())
+				bad_fold += ~crc32c_fold(~0x9abcdef0u, buf + off, edges[i]) != want;
+#endif
+		}
 	CU_ASSERT_EQUAL(bad_pub, 0);
 	CU_ASSERT_EQUAL(bad_sw, 0);
 	CU_ASSERT_EQUAL(bad_hw, 0);
