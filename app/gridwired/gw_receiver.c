@@ -74,6 +74,12 @@ void gw_receiver_accept(struct gw_receiver *rv, struct gw_peer *p, const struct 
 	}
 }
 
+/* How long a full destination may hold a lane (chan.dest_block_ms). */
+static uint64_t block_ns(const struct gw_receiver *rv)
+{
+	return rv->node->cfg->dest_block_ms * 1000000ull;
+}
+
 /* Is the client taking deliveries into our part? Its shared lines are
  * read only while it is (or was) full. */
 static bool dest_open(struct gw_receiver *rv, struct gw_client *cl)
@@ -87,8 +93,7 @@ static bool dest_open(struct gw_receiver *rv, struct gw_client *cl)
 /* Hold the lane for a full destination, or (past the bound) refuse? */
 static bool dest_hold(struct gw_receiver *rv, struct gw_client *cl)
 {
-	return gw_deliver_full(&cl->rx[rv->id].hold, rv->now,
-			       rv->node->cfg->dest_block_ms * 1000000ull);
+	return gw_deliver_full(&cl->rx[rv->id].hold, rv->now, block_ns(rv));
 }
 
 #define GW_PUBLISH_RECS 512 /* records delivered before the clients are shown them */
@@ -123,8 +128,7 @@ static void unpublished(struct gw_receiver *rv, struct gw_client *cl)
 /* A REJECT for cl found its channel full: hold the lane while cl reads on? */
 static bool reject_hold(struct gw_receiver *rv, struct gw_client *cl)
 {
-	return gw_deliver_owed(&cl->rx[rv->id].hold, rv->now,
-			       rv->node->cfg->dest_block_ms * 1000000ull,
+	return gw_deliver_owed(&cl->rx[rv->id].hold, rv->now, block_ns(rv),
 			       gw_chan_rx_read_pos(&cl->chan, rv->id));
 }
 
@@ -235,7 +239,7 @@ static bool reject_wait(struct gw_receiver *rv, uint64_t *held_ns)
 		*held_ns = rv->now | 1;
 		return true;
 	}
-	if (rv->now - *held_ns < rv->node->cfg->dest_block_ms * 1000000ull)
+	if (rv->now - *held_ns < block_ns(rv))
 		return true;
 	rv->st->rejects_lost++;
 	return false;

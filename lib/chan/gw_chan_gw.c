@@ -296,15 +296,6 @@ uint32_t gw_chan_rx_read_pos(const struct gw_chan *c, unsigned part)
 	return __atomic_load_n(&c->rx[part].ring->cons.tail, __ATOMIC_ACQUIRE);
 }
 
-/* One store per run: the client polls this cache line, so a store per
- * message would pull it back and forth for every message. */
-static void show(struct gw_chan *c, unsigned part)
-{
-	struct gw_chan_rx *x = &c->rx[part];
-	x->ring->prod.head = x->pos;
-	__atomic_store_n(&x->ring->prod.tail, x->pos, __ATOMIC_RELEASE);
-}
-
 /* After the fence: wake the client if it sleeps (see gw_chan_wake). */
 static void wake_if_waiting(struct gw_chan *c)
 {
@@ -324,14 +315,19 @@ void gw_chan_wake(struct gw_chan *c)
 
 void gw_chan_publish(struct gw_chan *c, unsigned part)
 {
-	show(c, part);
-	gw_chan_wake(c);
+	gw_chan_publish_set(&c, 1, part);
 }
 
 void gw_chan_publish_set(struct gw_chan *const *cs, unsigned n, unsigned part)
 {
-	for (unsigned i = 0; i < n; i++)
-		show(cs[i], part);
+	/* One store per run: the client polls this cache line, so a store
+	 * per message would pull it back and forth for every message. */
+	for (unsigned i = 0; i < n; i++) {
+		struct gw_chan_rx *x = &cs[i]->rx[part];
+		x->ring->prod.head = x->pos;
+		__atomic_store_n(&x->ring->prod.tail, x->pos, __ATOMIC_RELEASE);
+	}
+	/* Pairs with the fence in gw_chan_wait, as in gw_chan_wake. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (unsigned i = 0; i < n; i++)
 		wake_if_waiting(cs[i]);

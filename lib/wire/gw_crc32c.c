@@ -260,10 +260,17 @@ crc32c_fold512(__m512i a, __m512i k, __m512i c)
 					 _mm512_clmulepi64_epi128(a, k, 0x11), c, 0x96);
 }
 
+/* k0 (low qword) and k1 (high) for a fold of f_bits. */
+__attribute__((target("sse4.2"), always_inline)) static inline __m128i
+crc32c_fold_k(unsigned f_bits)
+{
+	return _mm_set_epi64x(crc32c_shift[f_bits / 64 - 1], crc32c_shift[f_bits / 64]);
+}
+
 __attribute__((target("sse4.2,pclmul"), always_inline)) static inline __m128i
 crc32c_fold128(__m128i a, unsigned f_bits)
 {
-	__m128i k = _mm_set_epi64x(crc32c_shift[f_bits / 64 - 1], crc32c_shift[f_bits / 64]);
+	__m128i k = crc32c_fold_k(f_bits);
 	return _mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00), _mm_clmulepi64_si128(a, k, 0x11));
 }
 
@@ -272,8 +279,8 @@ crc32c_fold(uint32_t crc, const uint8_t *p, size_t len)
 {
 	if (len < CRC32C_FOLD_MIN)
 		return crc32c_hw3(crc, p, len);
-	const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(crc32c_shift[31], crc32c_shift[32]));
-	const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(crc32c_shift[7], crc32c_shift[8]));
+	const __m512i k2048 = _mm512_broadcast_i32x4(crc32c_fold_k(2048));
+	const __m512i k512 = _mm512_broadcast_i32x4(crc32c_fold_k(512));
 	__m512i a0 = _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)crc)));
 	__m512i a1 = _mm512_loadu_si512(p + 64), a2 = _mm512_loadu_si512(p + 128);
 	__m512i a3 = _mm512_loadu_si512(p + 192);
@@ -304,14 +311,14 @@ static uint32_t crc32c_pick(uint32_t crc, const uint8_t *p, size_t len)
 	crc32c_fn *fn = crc32c_sw;
 #ifdef __x86_64__
 	__builtin_cpu_init(); /* we may be called before the constructor that does it */
-	if (!__builtin_cpu_supports("sse4.2"))
-		fn = crc32c_sw;
-	else if (!__builtin_cpu_supports("pclmul"))
-		fn = crc32c_hw;
-	else if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq"))
-		fn = crc32c_fold;
-	else
-		fn = crc32c_hw3;
+	if (__builtin_cpu_supports("sse4.2")) {
+		if (!__builtin_cpu_supports("pclmul"))
+			fn = crc32c_hw;
+		else if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq"))
+			fn = crc32c_fold;
+		else
+			fn = crc32c_hw3;
+	}
 #endif
 	/* Racing first callers all store the same value. */
 	__atomic_store_n(&crc32c_impl, fn, __ATOMIC_RELAXED);
