@@ -271,6 +271,38 @@ int gw_flush(struct gw_client *cl, int timeout_ms)
 	return 0;
 }
 
+/*
+ * Under load the next burst is microseconds away, and a short spin saves
+ * the eventfd round trip through the kernel. But a client that shares its
+ * core with the gateway's receiver (or any busy host) holds that core
+ * while it spins, so nothing can arrive: after GW_SPIN_MISSES spins in a
+ * row that found nothing it sleeps at once, and spins again on one wait
+ * in GW_SPIN_PROBE to see whether spinning pays again.
+ */
+#define GW_SPIN_MISSES 8
+#define GW_SPIN_PROBE 64
+
+static bool spin_pays(struct gw_client *cl)
+{
+	if (cl->spin_misses < GW_SPIN_MISSES)
+		return true;
+	return ++cl->spin_skips % GW_SPIN_PROBE == 0;
+}
+
+/* Spin for data a little: true when it came. */
+static bool spin(struct gw_client *cl)
+{
+	for (int i = 0; i < 256; i++) {
+		if (gw_chan_rx_ready(&cl->chan)) {
+			cl->spin_misses = 0;
+			return true;
+		}
+		__builtin_ia32_pause();
+	}
+	cl->spin_misses += cl->spin_misses < GW_SPIN_MISSES;
+	return false;
+}
+
 int gw_client_raw_recv(struct gw_client *cl, struct gw_chan_desc *d, const uint8_t **data,
 		       int64_t deadline_ms)
 {
@@ -280,11 +312,7 @@ int gw_client_raw_recv(struct gw_client *cl, struct gw_chan_desc *d, const uint8
 	}
 	int rc;
 	while ((rc = gw_chan_recv(&cl->chan, &cl->pending, data)) == -EAGAIN) {
-		/* Under load the next burst is microseconds away: a short spin
-		 * saves the eventfd round trip through the kernel. */
-		for (int i = 0; i < 256 && deadline_ms && !gw_chan_rx_ready(&cl->chan); i++)
-			__builtin_ia32_pause();
-		if (gw_chan_rx_ready(&cl->chan))
+		if (deadline_ms && spin_pays(cl) && spin(cl))
 			continue;
 		rc = wait_chan(cl, false, deadline_ms);
 		if (rc < 0)

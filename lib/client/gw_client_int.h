@@ -66,6 +66,9 @@ struct gw_client {
 	struct gw_kept_queue due;  /* made-up outcomes, before the ring */
 	struct gw_kept *current;   /* handed out by gw_recv, freed by the next */
 	uint64_t late_replies;
+	/* spins before sleeping that found nothing, in a row (saturates), and
+	 * the waits since the last spin: see spin_pays() in gw_client.c */
+	uint8_t spin_misses, spin_skips;
 };
 
 int64_t gw_client_now_ms(void);
