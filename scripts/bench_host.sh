@@ -14,7 +14,7 @@
 #
 # --rss off gives the NICs no RSS (the tap's flow hash spreads the lanes
 # over the queues instead): QEMU 7.2's RSS is done in software, and a queue
-# whose frames it moves to a full queue stalls for good (README "On a
+# whose frames it moves to a full queue stalls for good (doc/operations.md, "On a
 # gateway host"). gridwire keeps at most 2 x 256 frames in flight to a
 # host, under the 1,024 entries of each RX ring, so it runs with RSS on.
 # Results in results/bench-host-<time>/: host.json, report.txt.

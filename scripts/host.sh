@@ -18,7 +18,7 @@ QUEUES=${GW_HOST_QUEUES:-7}  # queue pairs per NIC: gridwired's main, 2 workers,
 # rss=on is QEMU's own RSS in software (Debian's QEMU 7.2 cannot load its
 # eBPF RSS with libbpf 1.x): a queue whose packets it moves to a full queue
 # stalls for good, so under overload use rss=off, where the tap's flow hash
-# picks the queue (README "On a gateway host").
+# picks the queue (doc/operations.md, "On a gateway host").
 RSS=${GW_HOST_RSS:-on}
 # The data NICs' model: virtio (the default, the one with RSS and MTU 9000
 # in DPDK 22.11), or e1000e or vmxnet3, to see what their PMDs offer.

@@ -67,9 +67,8 @@ static void main_roles(struct gw_gateway *g, uint64_t now)
 }
 
 /* One pass over the roles of an lcore, in the order a frame moves. */
-static bool lcore_step(struct gw_lcore *lc)
+static bool lcore_step(struct gw_lcore *lc, uint64_t now)
 {
-	uint64_t now = gw_clock_ns();
 	bool work = false;
 	if (lc->prx)
 		work |= gw_port_rx_step(lc->prx, now);
@@ -86,10 +85,13 @@ static bool lcore_step(struct gw_lcore *lc)
 
 static void lcore_pass(struct gw_lcore *lc)
 {
-	if (lcore_step(lc))
+	uint64_t now = gw_clock_ns();
+	if (lcore_step(lc, now)) {
 		lc->idle_polls = 0;
-	else
+		__atomic_store_n(&lc->busy_ns, lc->busy_ns + (gw_clock_ns() - now), __ATOMIC_RELAXED);
+	} else {
 		gw_idle(lc->g->cfg, &lc->idle_polls);
+	}
 }
 
 /* The lcore function of every lcore but the main one. */

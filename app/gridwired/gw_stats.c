@@ -157,6 +157,17 @@ static int cmd_lane(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "tx_inflight", gw_lane_tx_inflight(tx));
 	rte_tel_data_add_dict_u64(d, "window", tx->win);
 	rte_tel_data_add_dict_u64(d, "srtt_us", tx->srtt_ns / 1000);
+	/* srtt's samples by bucket, "rtt_us_le_16" .. "rtt_us_le_inf", and their sum. */
+	for (unsigned b = 0; b < GW_LANE_RTT_BUCKETS; b++) {
+		char key[32];
+		if (b < GW_LANE_RTT_BUCKETS - 1)
+			snprintf(key, sizeof(key), "rtt_us_le_%llu",
+				 (GW_LANE_RTT_FIRST_NS << b) / 1000);
+		else
+			snprintf(key, sizeof(key), "rtt_us_le_inf");
+		rte_tel_data_add_dict_u64(d, key, tx->rtt_hist[b]);
+	}
+	rte_tel_data_add_dict_u64(d, "rtt_sum_ns", tx->rtt_sum_ns);
 	rte_tel_data_add_dict_u64(d, "rx_frames", rx->frames);
 	rte_tel_data_add_dict_u64(d, "rx_msgs", rx->msgs);
 	rte_tel_data_add_dict_u64(d, "rx_dups", rx->dups);
@@ -204,11 +215,13 @@ static int cmd_client(const char *cmd, const char *params, struct rte_tel_data *
 	unsigned eps = 0;
 	for (unsigned i = 0; i < GW_DIR_SLOTS; i++)
 		eps += dir->slot[i].id && dir->slot[i].chan == id;
-	uint64_t delivered = 0, full = 0, rejecting = 0;
+	uint64_t delivered = 0, full = 0, rejecting = 0, fill = 0;
 	for (unsigned r = 0; r < cl->chan.rx_parts; r++) {
 		delivered += cl->chan.rx[r].delivered;
 		full += cl->chan.rx[r].full;
 		rejecting |= cl->rx[r].hold.rejecting;
+		unsigned f = gw_chan_rx_fill_permille(&cl->chan, r);
+		fill = f > fill ? f : fill;
 	}
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "channel", id);
@@ -221,6 +234,8 @@ static int cmd_client(const char *cmd, const char *params, struct rte_tel_data *
 	rte_tel_data_add_dict_u64(d, "msgs_delivered", delivered);
 	rte_tel_data_add_dict_u64(d, "rx_full", full);
 	rte_tel_data_add_dict_u64(d, "rejecting", rejecting);
+	/* Its fullest receive part, in thousandths. */
+	rte_tel_data_add_dict_u64(d, "rx_fill_permille", fill);
 	return 0;
 }
 
@@ -277,6 +292,8 @@ static int cmd_lcore(const char *cmd, const char *params, struct rte_tel_data *d
 	rte_tel_data_add_dict_u64(d, "tx_queue", e->txq);
 	rte_tel_data_add_dict_u64(d, "tx_queue_urgent", e->txq_urgent);
 	rte_tel_data_add_dict_string(d, "rx_queues", rxq[0] ? rxq : "-");
+	/* Time in passes that found work: its busy share is this over time. */
+	rte_tel_data_add_dict_u64(d, "busy_ns", __atomic_load_n(&gw->lc[i].busy_ns, __ATOMIC_RELAXED));
 	/* What this lcore's roles did, from its own counters. */
 	static const char *const keys[] = { "rx_frames", "data_frames", "msgs_in", "msgs_out",
 					    "msgs_local", "tx_frames", "retrans", "lane_handoffs",

@@ -247,6 +247,10 @@ int gw_chan_deliver(struct gw_chan *c, unsigned part, struct gw_chan_desc d, con
 /* Has the client read RX part `part` down to half (descriptors and bytes)? */
 bool gw_chan_rx_below_half(const struct gw_chan *c, unsigned part);
 
+/* How full RX part `part` is, descriptors or bytes whichever is fuller, in
+ * thousandths (0..1000): for operators, from any thread. */
+unsigned gw_chan_rx_fill_permille(const struct gw_chan *c, unsigned part);
+
 /* How far the client has read RX part `part` (its ring's consumer count):
  * it moves while the client reads. */
 uint32_t gw_chan_rx_read_pos(const struct gw_chan *c, unsigned part);

@@ -291,6 +291,22 @@ bool gw_chan_rx_below_half(const struct gw_chan *c, unsigned part)
 	return queued < c->ring_half && bytes <= (c->rx_mask + 1) / 2;
 }
 
+unsigned gw_chan_rx_fill_permille(const struct gw_chan *c, unsigned part)
+{
+	const struct gw_chan_rx *x = &c->rx[part];
+	/* The receiver moves pos and head as this reads them: relaxed loads,
+	 * a figure a moment old. The client's positions are its word, so the
+	 * result is clamped. */
+	uint32_t queued = __atomic_load_n(&x->pos, __ATOMIC_RELAXED) -
+			  __atomic_load_n(&x->ring->cons.tail, __ATOMIC_ACQUIRE);
+	uint32_t bytes = __atomic_load_n(&x->head, __ATOMIC_RELAXED) -
+			 __atomic_load_n(&c->shm->rx_tail[part].tail, __ATOMIC_ACQUIRE);
+	uint64_t d = (uint64_t)queued * 1000 / (c->ring_mask + 1);
+	uint64_t b = (uint64_t)bytes * 1000 / (c->rx_mask + 1);
+	uint64_t m = d > b ? d : b;
+	return m > 1000 ? 1000 : (unsigned)m;
+}
+
 uint32_t gw_chan_rx_read_pos(const struct gw_chan *c, unsigned part)
 {
 	return __atomic_load_n(&c->rx[part].ring->cons.tail, __ATOMIC_ACQUIRE);

@@ -147,8 +147,11 @@ int gw_lane_tx_ack(struct gw_lane_tx *tx, const struct gw_ack *ack, uint64_t now
 		s->frame = NULL;
 	}
 	tx->una = una;
-	if (rtt != UINT64_MAX)
+	if (rtt != UINT64_MAX) {
 		tx->srtt_ns = tx->srtt_ns ? tx->srtt_ns - tx->srtt_ns / 8 + rtt / 8 : rtt;
+		tx->rtt_hist[gw_lane_rtt_bucket(rtt)]++;
+		tx->rtt_sum_ns += rtt;
+	}
 	if (n)
 		tx->progress_ns = now;
 	if (gw_seq_before(tx->sack_hi, una))

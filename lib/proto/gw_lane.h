@@ -36,6 +36,12 @@
 
 #define GW_LANE_WIN_MAX GW_SACK_BITS
 
+/* Round trips sampled (srtt's samples) by bucket, for operators'
+ * histograms: bucket b counts samples up to 16 us << b, the last one the
+ * rest (16 us .. 262 ms covers a host's loopback to a WAN). */
+#define GW_LANE_RTT_BUCKETS 16
+#define GW_LANE_RTT_FIRST_NS 16000ull
+
 typedef void (*gw_lane_release_t)(void *frame, void *ctx);
 
 struct gw_lane_slot {
@@ -64,6 +70,7 @@ struct gw_lane_tx {
 	void *ctx;
 	/* counters (msgs: kept by the caller, which knows what a frame holds) */
 	uint64_t frames, retrans, acks, bad_acks, msgs;
+	uint64_t rtt_hist[GW_LANE_RTT_BUCKETS], rtt_sum_ns;
 };
 
 struct gw_lane_rx {
@@ -110,6 +117,15 @@ void gw_lane_tx_fini(struct gw_lane_tx *tx);
 static inline bool gw_lane_tx_open(const struct gw_lane_tx *tx)
 {
 	return tx->nxt - tx->una < tx->win;
+}
+
+/* The rtt_hist bucket of a sample of ns. */
+static inline unsigned gw_lane_rtt_bucket(uint64_t ns)
+{
+	unsigned b = 0;
+	while (b < GW_LANE_RTT_BUCKETS - 1 && ns > GW_LANE_RTT_FIRST_NS << b)
+		b++;
+	return b;
 }
 
 static inline uint32_t gw_lane_tx_inflight(const struct gw_lane_tx *tx)

@@ -71,6 +71,11 @@ gw_check "man gridwired" man -w gridwired
 gw_check "systemd-analyze verify of the installed unit" sh -c \
     "cp /lib/systemd/system/gridwired@.service '$work/gridwired@check.service' &&
      systemd-analyze verify '$work/gridwired@check.service'"
+gw_check "systemd-analyze verify of the installed exporter unit" sh -c \
+    "cp /lib/systemd/system/gridwire-exporter.service '$work/gridwire-exporter.service' &&
+     systemd-analyze verify '$work/gridwire-exporter.service'"
+gw_check "promtool takes the installed rules" \
+    promtool check rules /usr/share/gridwire/prometheus/gridwire-rules.yml
 gw_check "tshark loads the dissector from its plugin folder" sh -c \
     "tshark -G plugins 2>/dev/null | grep -q 'gridwire.lua'"
 gw_check "Erlang finds the gridwire application and loads its NIF" erl -noshell -eval '

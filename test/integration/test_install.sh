@@ -54,6 +54,12 @@ sed "s#$prefix/#$p/#g; s#$prefix/etc#$etc#g" "$unit" >"$work/units/gridwired@che
 # (Its Documentation= names man:gridwired(8), which verify looks up.)
 gw_check "systemd-analyze verify gridwired@check.service" env MANPATH="$p/share/man" \
     systemd-analyze verify "$work/units/gridwired@check.service"
+sed "s#$prefix/#$p/#g" "$p/lib/systemd/system/gridwire-exporter.service" \
+    >"$work/units/gridwire-exporter-check.service"
+gw_check "systemd-analyze verify of the exporter's unit" env MANPATH="$p/share/man" \
+    systemd-analyze verify "$work/units/gridwire-exporter-check.service"
+gw_check "the Prometheus rules, and promtool takes them" \
+    promtool check rules "$p/share/gridwire/prometheus/gridwire-rules.yml"
 
 # A client built against the installed library, run against the installed gateway.
 export PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_PATH=$p/$libdir/pkgconfig

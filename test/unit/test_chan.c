@@ -97,10 +97,15 @@ static void test_full_and_oversize(void)
 	CU_ASSERT_EQUAL(sent, 63);
 	/* A full client RX ring refuses delivery without harm. */
 	struct gw_chan_desc d = { .len = 1024, .kind = 1 };
-	int n = 0;
+	CU_ASSERT_EQUAL(gw_chan_rx_fill_permille(&gw2, 0), 0);
+	CU_ASSERT_EQUAL(gw_chan_deliver(&gw2, 0, d, big), 0);
+	/* The fuller of the two: a quarter of the arena, 1 of 64 slots. */
+	CU_ASSERT_EQUAL(gw_chan_rx_fill_permille(&gw2, 0), 250);
+	int n = 1;
 	while (gw_chan_deliver(&gw2, 0, d, big) == 0)
 		n++;
 	CU_ASSERT_EQUAL(n, 4);
+	CU_ASSERT_EQUAL(gw_chan_rx_fill_permille(&gw2, 0), 1000);
 	CU_ASSERT_EQUAL(gw_chan_deliver(&gw2, 0, d, big), -ENOBUFS);
 	d.len = 1025;
 	CU_ASSERT_EQUAL(gw_chan_deliver(&gw2, 0, d, big), -EMSGSIZE);

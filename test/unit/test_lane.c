@@ -209,8 +209,24 @@ static void test_rtt_rto(void)
 	a = ack_of(EPOCH, 7);
 	CU_ASSERT_EQUAL(gw_lane_tx_ack(&tx, &a, 6200), 3);
 	CU_ASSERT_EQUAL(tx.srtt_ns, 688 - 688 / 8 + 100 / 8);
+	/* srtt's samples, and only they, in the operators' histogram:
+	 * 40, 300, 5000, 100 ns, all in the first bucket (up to 16 us). */
+	CU_ASSERT_EQUAL(tx.rtt_hist[0], 4);
+	CU_ASSERT_EQUAL(tx.rtt_sum_ns, 40 + 300 + 5000 + 100);
 	gw_lane_tx_fini(&tx);
 	CU_ASSERT_EQUAL(l.n, 7);
+}
+
+static void test_rtt_buckets(void)
+{
+	CU_ASSERT_EQUAL(gw_lane_rtt_bucket(0), 0);
+	CU_ASSERT_EQUAL(gw_lane_rtt_bucket(16000), 0); /* bounds are inclusive */
+	CU_ASSERT_EQUAL(gw_lane_rtt_bucket(16001), 1);
+	CU_ASSERT_EQUAL(gw_lane_rtt_bucket(32000), 1);
+	CU_ASSERT_EQUAL(gw_lane_rtt_bucket(1000000), 6); /* 1 ms: up to 1.024 ms */
+	CU_ASSERT_EQUAL(gw_lane_rtt_bucket(16000ull << 14), 14);
+	CU_ASSERT_EQUAL(gw_lane_rtt_bucket((16000ull << 14) + 1), GW_LANE_RTT_BUCKETS - 1);
+	CU_ASSERT_EQUAL(gw_lane_rtt_bucket(UINT64_MAX), GW_LANE_RTT_BUCKETS - 1);
 }
 
 static void test_timeout_backoff(void)
@@ -1284,6 +1300,7 @@ static const struct gw_test_case cases[] = {
 	{ "ack releases exactly the acked frames", test_ack_releases },
 	{ "bad epoch and out-of-range acks", test_bad_acks },
 	{ "rtt sampling (Karn) and rto", test_rtt_rto },
+	{ "rtt histogram buckets", test_rtt_buckets },
 	{ "timeout retransmits with doubling rto", test_timeout_backoff },
 	{ "sack-revealed holes retransmitted once per progress", test_sack_hole },
 	{ "sack bits past nxt ignored", test_sack_past_nxt },
