@@ -193,10 +193,9 @@ static int deliver_rec(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 		       const struct gw_rec *r, struct gw_client **dst)
 {
 	if (r->kind == GW_RK_REJECT) {
-		struct gw_chan_reject rj;
-		if (r->len < sizeof(rj))
+		struct gw_reject_body rj;
+		if (gw_wire_reject_get(r->data, r->len, &rj) < 0)
 			return 0;
-		memcpy(&rj, r->data, sizeof(rj));
 		/* Made by the sender's own gateway (node down, no room), a REJECT
 		 * names the node; from a peer, it is the peer. */
 		return deliver_reject(rv, rj.node ? rj.node : src, r->src_chan, r->dst_ep, r->msg_id,

@@ -105,10 +105,12 @@ static void batch_ship(void *ctx, struct gw_batch_frame *f)
 /* A REJECT record to rj->node (our own node: a local sender). */
 static int reject_add(struct gw_worker *w, const struct gw_reject *rj)
 {
-	struct gw_chan_reject body = { .err = rj->err, .msg_id = rj->msg_id, .node = rj->target };
+	uint8_t body[GW_REJECT_LEN];
+	gw_wire_reject_put(body, &(struct gw_reject_body){
+		.err = rj->err, .msg_id = rj->msg_id, .node = rj->target });
 	struct gw_rec r = {
 		.kind = GW_RK_REJECT, .len = sizeof(body), .dst_ep = rj->dst_ep,
-		.src_chan = rj->src_chan, .msg_id = rj->msg_id, .data = (const uint8_t *)&body,
+		.src_chan = rj->src_chan, .msg_id = rj->msg_id, .data = body,
 	};
 	int rc = gw_batch_add(&w->batch[GW_CLASS_BULK], rj->node, &r);
 	if (rc == 0)

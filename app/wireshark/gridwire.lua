@@ -56,6 +56,7 @@ local f = {
     caps = ProtoField.uint32("gridwire.hello.caps", "Capabilities", base.HEX),
     cap_auth = ProtoField.bool("gridwire.hello.caps.auth", "Frames authenticated", 32, nil, 1),
     cap_batch = ProtoField.bool("gridwire.hello.caps.batching", "Batching", 32, nil, 2),
+    cap_urgent = ProtoField.bool("gridwire.hello.caps.urgent", "Urgent lanes", 32, nil, 4),
     interval = ProtoField.uint16("gridwire.hello.interval_ms", "Interval (ms)"),
     name = ProtoField.string("gridwire.hello.name", "Node name"),
     auth = ProtoField.none("gridwire.auth", "Auth trailer"),
@@ -188,6 +189,7 @@ local function hello(tvb, tree, len)
     local c = tree:add_le(f.caps, tvb(32, 4))
     c:add_le(f.cap_auth, tvb(32, 4))
     c:add_le(f.cap_batch, tvb(32, 4))
+    c:add_le(f.cap_urgent, tvb(32, 4))
     tree:add_le(f.interval, tvb(36, 2))
     tree:add(f.name, tvb(40, name_len))
     return tvb(40, name_len):string()

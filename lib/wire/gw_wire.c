@@ -356,6 +356,24 @@ int gw_wire_rec_next(const uint8_t *payload, size_t len, size_t *off, struct gw_
 	return 1;
 }
 
+void gw_wire_reject_put(uint8_t *data, const struct gw_reject_body *rj)
+{
+	put_le32(data, (uint32_t)rj->err);
+	put_le32(data + 4, rj->msg_id);
+	put_le16(data + 8, rj->node);
+	put_le16(data + 10, 0);
+}
+
+int gw_wire_reject_get(const uint8_t *data, size_t len, struct gw_reject_body *rj)
+{
+	if (len < GW_REJECT_LEN)
+		return -EBADMSG;
+	rj->err = (int32_t)get_le32(data);
+	rj->msg_id = get_le32(data + 4);
+	rj->node = get_le16(data + 8);
+	return 0;
+}
+
 size_t gw_wire_ack_put(uint8_t *payload, const struct gw_ack *ack)
 {
 	unsigned nbits = ack->nbits < GW_SACK_BITS ? ack->nbits : GW_SACK_BITS;

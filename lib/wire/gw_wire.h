@@ -81,6 +81,14 @@ struct gw_rec {
 	const uint8_t *data;
 };
 
+/* The data of a REJECT record: which message could not be delivered, why. */
+#define GW_REJECT_LEN 12
+struct gw_reject_body {
+	int32_t err;     /* a negative errno */
+	uint32_t msg_id; /* the rejected message's, again */
+	uint16_t node;   /* the node it was for (0: the frame's sender) */
+};
+
 /*
  * ACK payload: all seq < cum delivered; bit i of sack means cum+1+i is held.
  * Bit i is bit (i % 8), least significant first, of sack[i / 8].
@@ -190,6 +198,9 @@ int gw_wire_rec_next(const uint8_t *payload, size_t len, size_t *off, struct gw_
  * writing nothing, for an empty name (which no peer would accept).
  */
 size_t gw_wire_ack_put(uint8_t *payload, const struct gw_ack *ack);
+/* A REJECT's data: GW_REJECT_LEN bytes, little-endian like the rest. */
+void gw_wire_reject_put(uint8_t *data, const struct gw_reject_body *rj);
+int gw_wire_reject_get(const uint8_t *data, size_t len, struct gw_reject_body *rj);
 int gw_wire_ack_get(const uint8_t *payload, size_t len, struct gw_ack *ack);
 size_t gw_wire_hello_put(uint8_t *payload, const struct gw_hello *h);
 int gw_wire_hello_get(const uint8_t *payload, size_t len, struct gw_hello *h);

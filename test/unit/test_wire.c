@@ -1036,6 +1036,22 @@ static void test_strerror(void)
 
 /* A frame sent again gets the current base, still passes its CRC, and
  * nothing else in it changes. */
+/* A REJECT's data is little-endian on the wire, whatever the host. */
+static void test_reject_body(void)
+{
+	uint8_t b[GW_REJECT_LEN + 1];
+	memset(b, 0xee, sizeof(b));
+	gw_wire_reject_put(b, &(struct gw_reject_body){ .err = -ENOBUFS, .msg_id = 0x01020304,
+							 .node = 0x0506 });
+	static const uint8_t want[GW_REJECT_LEN] = { 0x97, 0xff, 0xff, 0xff, 4, 3, 2, 1, 6, 5, 0, 0 };
+	CU_ASSERT(memcmp(b, want, sizeof(want)) == 0);
+	CU_ASSERT_EQUAL(b[GW_REJECT_LEN], 0xee); /* nothing past it */
+	struct gw_reject_body rj;
+	CU_ASSERT_EQUAL(gw_wire_reject_get(b, GW_REJECT_LEN, &rj), 0);
+	CU_ASSERT(rj.err == -ENOBUFS && rj.msg_id == 0x01020304 && rj.node == 0x0506);
+	CU_ASSERT_EQUAL(gw_wire_reject_get(b, GW_REJECT_LEN - 1, &rj), -EBADMSG);
+}
+
 static void test_restamp_base(void)
 {
 	static uint8_t f[2048], g[2048];
@@ -1057,6 +1073,7 @@ static void test_restamp_base(void)
 
 static const struct gw_test_case cases[] = {
 	{"restamp base on retransmission", test_restamp_base},
+	{"REJECT data: layout and bounds", test_reject_body},
 	{"crc32c known vectors", test_crc_vectors},
 	{"crc32c chaining", test_crc_chaining},
 	{"crc32c sse4.2, table and reference agree", test_crc_kernels_agree},
