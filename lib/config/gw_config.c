@@ -740,6 +740,16 @@ void gw_config_defaults(struct gw_config *cfg)
 	cfg->auth_roll_gb = 64;
 }
 
+/* The error is one line whatever the operator typed: a value or a path
+ * echoed in it may hold control characters (a newline in a --set). */
+static int gw_one_line(const struct gw_load *ld, int rc)
+{
+	for (size_t i = 0; rc && i < ld->errlen && ld->err[i]; i++)
+		if ((unsigned char)ld->err[i] < 0x20 || ld->err[i] == 0x7f)
+			ld->err[i] = '?';
+	return rc;
+}
+
 int gw_config_load(struct gw_config *cfg, const char *path, char *const *overrides,
 		   unsigned noverrides, gw_config_member_fn check_member, char *err,
 		   size_t errlen)
@@ -756,9 +766,9 @@ int gw_config_load(struct gw_config *cfg, const char *path, char *const *overrid
 	for (unsigned i = 0; i < noverrides && !rc; i++)
 		rc = gw_apply_override(&ld, overrides[i]);
 	if (rc)
-		return rc;
+		return gw_one_line(&ld, rc);
 	gw_derive(cfg, ld.origin);
-	return gw_check(&ld);
+	return gw_one_line(&ld, gw_check(&ld));
 }
 
 unsigned gw_config_frame_payload(const struct gw_config *cfg)

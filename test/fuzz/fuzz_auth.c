@@ -20,6 +20,7 @@
  * The receiver's state (keys, caches, replay windows) is built once and
  * kept: later inputs meet what earlier ones left, as a gateway does.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <sys/mman.h>
 
 #include "fz_input.h"
 #include "gw_auth.h"
@@ -41,12 +44,19 @@
 	} while (0)
 
 static const struct gw_auth_key key = { .k = { 0x5e, 0xed, 1, 2, 3 } };
+static const struct gw_auth_key strangers_key = { .k = { 0x5e, 0xed, 9, 9, 9 } };
 
-/* Node 1 (instance 5) sends to node 2 (instance 6), in each mode. */
+/*
+ * Node 1 (instance 5) sends to node 2 (instance 6), in each mode. Strangers'
+ * frames go to a receiver of their own under a secret with which nothing
+ * here ever seals: libFuzzer watches memcmp (this harness compares sealed
+ * frames) and can learn a genuine frame and play it back, which would
+ * rightly open under the pair's secret.
+ */
 struct pair {
-	struct gw_auth_keys tx_keys, rx_keys;
+	struct gw_auth_keys tx_keys, rx_keys, stranger_keys;
 	struct gw_auth_tx tx;
-	struct gw_auth_rx rx;
+	struct gw_auth_rx rx, stranger_rx;
 };
 
 static struct pair *pair_of(enum gw_auth_mode mode)
@@ -62,8 +72,12 @@ static struct pair *pair_of(enum gw_auth_mode mode)
 					sizeof(err)) == 0);
 		gw_auth_keys_peer_hello(&p[i].tx_keys, 2, 6, NULL, 0);
 		gw_auth_keys_peer_hello(&p[i].rx_keys, 1, 5, NULL, 0);
+		CHECK(gw_auth_keys_init(&p[i].stranger_keys, mode, GW_AUTH_AES_GCM, 2, 6,
+					&strangers_key, err, sizeof(err)) == 0);
+		gw_auth_keys_peer_hello(&p[i].stranger_keys, 1, 5, NULL, 0);
 		gw_auth_tx_init(&p[i].tx, &p[i].tx_keys, 3, 1);
 		CHECK(gw_auth_rx_init(&p[i].rx, &p[i].rx_keys, 1) == 0);
+		CHECK(gw_auth_rx_init(&p[i].stranger_rx, &p[i].stranger_keys, 1) == 0);
 		ready[i] = true;
 	}
 	return &p[i];
@@ -73,7 +87,7 @@ static void raw(struct pair *p, struct fz_in *in)
 {
 	uint8_t *f = malloc(in->n ? in->n : 1);
 	memcpy(f, in->p, in->n);
-	int rc = gw_auth_open(&p->rx, f, in->n);
+	int rc = gw_auth_open(&p->stranger_rx, f, in->n);
 	/* A stranger cannot make a frame open; it can only be refused. */
 	CHECK(rc == -EMSGSIZE || rc == -EPROTO || rc == -ENOKEY || rc == -EBADMSG ||
 	      rc == -EBUSY);
@@ -145,13 +159,15 @@ static void sealed(struct pair *p, struct fz_in *in)
 
 static void key_file(struct fz_in *in)
 {
+	/* A memfd named by path: a file on disk cost a write-back an input. */
 	static char path[64];
-	if (!path[0])
-		snprintf(path, sizeof(path), "/tmp/fuzz_auth_key.%d", (int)getpid());
-	FILE *f = fopen(path, "w");
-	CHECK(f);
-	fwrite(in->p, 1, in->n, f);
-	fclose(f);
+	static int fd = -1;
+	if (fd < 0) {
+		fd = memfd_create("fuzz_auth.key", 0);
+		CHECK(fd >= 0);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	}
+	CHECK(ftruncate(fd, 0) == 0 && pwrite(fd, in->p, in->n, 0) == (ssize_t)in->n);
 	struct gw_auth_key k;
 	char err[300];
 	int rc = gw_auth_key_load(&k, path, err, sizeof(err));

@@ -127,7 +127,14 @@ static void fz_dump(void)
 }
 
 
-static bool seq_before(uint32_t a, uint32_t b)
+/*
+ * The checks walk whole windows after every operation: they are the
+ * oracle, not code under test, so they go uninstrumented (libFuzzer's
+ * comparison tracing in them took most of an execution's time).
+ */
+#define FZ_ORACLE __attribute__((no_sanitize("coverage")))
+
+static inline bool seq_before(uint32_t a, uint32_t b)
 {
 	return (int32_t)(a - b) < 0;
 }
@@ -143,7 +150,7 @@ static struct fz_frame *fz_alloc(unsigned limit)
 }
 
 /* A handle from the library: one of ours, checked before it is read. */
-static struct fz_frame *fz_frame_of(void *p)
+FZ_ORACLE static struct fz_frame *fz_frame_of(void *p)
 {
 	uintptr_t a = (uintptr_t)p, b = (uintptr_t)pool;
 	CHECK(a >= b && a < b + z.npool * sizeof(pool[0]));
@@ -173,7 +180,7 @@ static void fz_release(void *frame, void *ctx)
 }
 
 /* The earliest retransmission time by the rules in gw_lane.h (white box). */
-static uint64_t ref_deadline(const struct gw_lane_tx *tx)
+FZ_ORACLE static uint64_t ref_deadline(const struct gw_lane_tx *tx)
 {
 	uint64_t guard = tx->srtt_ns + tx->srtt_ns / 4;
 	uint64_t d = UINT64_MAX;
@@ -194,7 +201,12 @@ static uint64_t ref_deadline(const struct gw_lane_tx *tx)
 	return d;
 }
 
-static void check_all(void)
+/*
+ * The invariants, after an operation. walk: also those that walk the
+ * windows (every few operations and at the end of a script: a broken
+ * window stays broken until it is looked at).
+ */
+FZ_ORACLE static void check_all(bool walk)
 {
 	const struct gw_lane_tx *tx = &z.tx;
 	const struct gw_lane_rx *rx = &z.rx;
@@ -203,18 +215,20 @@ static void check_all(void)
 	CHECK(inflight <= tx->win);
 	CHECK(gw_lane_tx_open(tx) == (inflight < tx->win));
 	CHECK(z.tx_live == inflight);
-	for (uint32_t seq = tx->una; seq != tx->nxt; seq++) {
+	for (uint32_t seq = tx->una; walk && seq != tx->nxt; seq++) {
 		struct fz_frame *f = &pool[z.tx_ring[seq & (tx->win - 1)]];
 		CHECK(f->owner == FZ_TX && f->seq == seq && f->gen == z.gen);
 		CHECK(tx->slots[seq & (tx->win - 1)].frame == f);
 	}
 	/* Time never goes back: a deadline already passed counts as now. */
-	uint64_t ref = ref_deadline(tx);
-	CHECK(gw_lane_tx_next_deadline(tx) <= (ref > z.now ? ref : z.now));
+	if (walk) {
+		uint64_t ref = ref_deadline(tx);
+		CHECK(gw_lane_tx_next_deadline(tx) <= (ref > z.now ? ref : z.now));
+	}
 
 	/* Every frame the rx owns sits in its window, at the slot of its seq. */
 	unsigned held = 0;
-	for (uint32_t i = 0; i < rx->win; i++) {
+	for (uint32_t i = 0; walk && i < rx->win; i++) {
 		void *p = rx->held[(rx->next + i) & (rx->win - 1)];
 		if (!p)
 			continue;
@@ -223,7 +237,7 @@ static void check_all(void)
 		CHECK(f->seq == rx->next + i && f->epoch == rx->epoch);
 		held++;
 	}
-	CHECK(held == z.rx_live);
+	CHECK(!walk || held == z.rx_live);
 	void *head = gw_lane_rx_head(rx);
 	if (head) {
 		struct fz_frame *f = fz_frame_of(head);
@@ -428,7 +442,7 @@ static void op_pop(unsigned n)
 }
 
 /* Build the rx's ack and check it says exactly what the rx holds. */
-static bool ack_build(struct gw_ack *a)
+FZ_ORACLE static bool ack_build(struct gw_ack *a)
 {
 	const struct gw_lane_rx *rx = &z.rx;
 
@@ -650,7 +664,7 @@ static void drain(void)
 		struct gw_ack a;
 		if (ack_build(&a))
 			ack_apply(&a, false);
-		check_all();
+		check_all(true);
 	}
 	fprintf(stderr, "fuzz_lane: the lane does not drain: una %u nxt %u, rx next %u\n",
 		tx->una, tx->nxt, rx->next);
@@ -683,7 +697,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	z.now = rd32(&in); /* time starts anywhere */
 	tx_setup(&in, rd32(&in));
 	rx_setup(rd8(&in));
-	check_all();
+	check_all(true);
 
 	while (in.n) {
 		uint8_t b = rd8(&in);
@@ -743,7 +757,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			z.rx.cursor = rd32(&in) | 1; /* partway through the head frame */
 			break;
 		}
-		check_all();
+		check_all(z.ops % 4 == 0 || !in.n);
 	}
 	drain();
 

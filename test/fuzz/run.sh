@@ -3,16 +3,25 @@
 #
 # Build the libFuzzer targets with clang straight from the sources (the
 # project itself is built with gcc) and run each for SECONDS (default 20).
-# One line per target; exit 1 if a target found a crash (or hang, or leak),
-# with the path of the input that reproduces it.
+# One line per target: executions, executions a second, and the corpus's
+# size; exit 1 if a target found a crash (or hang, or leak), with the path
+# of the input that reproduces it.
 #
-#   test/fuzz/run.sh [SECONDS] [TARGET...]    TARGET: wire, lane, auth (default all)
+#   test/fuzz/run.sh [SECONDS] [TARGET...]      a campaign (default: every target)
+#   test/fuzz/run.sh --coverage [TARGET...]     line coverage of the code each
+#                                               target is for, from its corpus
+#   test/fuzz/run.sh --merge [TARGET...]        the corpus, minimized, into
+#                                               test/fuzz/seeds/<target>
+#
+# TARGET: wire (frames as they arrive), lane (the reliable protocol's state
+# machine), auth ([auth] sealing and opening, key files), config (a config
+# file and --set), chan (a client's channel as the gateway reads it).
 #
 # Everything goes under $GW_FUZZ_DIR (default build/): the binaries
-# fuzz_wire and fuzz_lane, the corpora fuzz-corpus/<target> (kept between
-# runs, so longer runs build on shorter ones; seeded with the frames and
-# scripts written below and test/fuzz/seeds/<target>), and fuzz-out/<target>
-# with the last log and any reproducer. To replay one:
+# fuzz_<target>, the corpora fuzz-corpus/<target> (kept between runs, so
+# longer runs build on shorter ones; seeded with the inputs written below
+# and test/fuzz/seeds/<target>), and fuzz-out/<target> with the last log and
+# any reproducer. To replay one:
 #
 #   build/fuzz_lane build/fuzz-out/lane/crash-...   (FZ_TRACE=1: every operation)
 set -euo pipefail
@@ -20,11 +29,20 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd -P)"
 cd "$ROOT"
 
-secs=${1:-20}
-(($# > 0)) && shift
-[[ "$secs" =~ ^[0-9]+$ && "$secs" -gt 0 ]] || { echo "usage: $0 [SECONDS] [wire|lane|auth]..." >&2; exit 2; }
+ALL=(wire lane auth config chan)
+mode=run
+case "${1:-}" in
+--coverage) mode=coverage; shift ;;
+--merge) mode=merge; shift ;;
+esac
+secs=20
+if [[ $mode == run && "${1:-}" =~ ^[0-9]+$ ]]; then
+    secs=$1
+    shift
+fi
+[[ "$secs" -gt 0 ]] || { echo "usage: $0 [SECONDS | --coverage | --merge] [TARGET...]" >&2; exit 2; }
 targets=("$@")
-((${#targets[@]})) || targets=(wire lane auth)
+((${#targets[@]})) || targets=("${ALL[@]}")
 OUT=${GW_FUZZ_DIR:-build}
 
 die() { echo "fuzz: $*" >&2; exit 2; }
@@ -40,26 +58,48 @@ flock 8
 
 # -fno-sanitize-recover: UBSan would otherwise only print and go on.
 # shellcheck disable=SC2054  # the commas belong to -fsanitize
-CFLAGS=(-std=gnu11 -g -O1 -march=corei7 -Wall -Wextra
+CFLAGS=(-std=gnu11 -g -O1 -march=corei7 -Wall -Wextra -Wno-unused-parameter
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-    -I lib/wire -I lib/proto -I lib/auth)
+    -I lib/wire -I lib/proto -I lib/auth -I lib/config -I lib/chan -I drivers -I test/fuzz)
+WIRE="lib/wire/gw_wire.c lib/wire/gw_crc32c.c"
+# The code each target is for: compiled in (instrumented), and what
+# --coverage reports on.
 declare -A SRCS=(
-    [wire]="lib/wire/gw_wire.c lib/wire/gw_crc32c.c"
-    [lane]="lib/proto/gw_lane.c lib/wire/gw_wire.c lib/wire/gw_crc32c.c"
-    [auth]="lib/auth/gw_auth.c lib/wire/gw_wire.c lib/wire/gw_crc32c.c"
+    [wire]="$WIRE"
+    [lane]="lib/proto/gw_lane.c $WIRE"
+    [auth]="lib/auth/gw_auth.c $WIRE"
+    [config]="lib/config/gw_config.c drivers/gw_port.c drivers/gw_af_packet.c drivers/gw_pci.c drivers/gw_tap.c drivers/gw_vhost.c $WIRE"
+    [chan]="lib/chan/gw_chan_gw.c lib/chan/gw_chan_client.c"
 )
-# The AEADs' own code (assembly, not instrumented) is linked as is.
-declare -A LIBS=([auth]="-lIPSec_MB -lsodium")
-# Frames go up to 9014 bytes; a lane script needs no more than the default.
-declare -A MAXLEN=([wire]=9216 [lane]=4096 [auth]=4200)
+# DPDK's headers and libraries (rte_cfgfile, rte_ring, the drivers' ethdev
+# calls) and the AEADs' own code: not instrumented, linked as they are.
+dpdk_cflags=$(pkg-config --cflags libdpdk 2>/dev/null) || die "no DPDK (Debian: libdpdk-dev)"
+dpdk_libs="$(pkg-config --libs libdpdk) -lrte_net_bond -lrte_bus_vdev -lrte_bus_pci"
+# The lane's input is a script of operations, not values to match:
+# libFuzzer's comparison tracing in its time arithmetic took two thirds of
+# an execution and found nothing more (same coverage, 2.5x the executions).
+declare -A XFLAGS=([config]="$dpdk_cflags" [chan]="$dpdk_cflags"
+    [lane]="-fno-sanitize-coverage=trace-cmp")
+declare -A LIBS=([auth]="-lIPSec_MB -lsodium" [config]="$dpdk_libs" [chan]="$dpdk_libs")
+# Frames go up to 9014 bytes; scripts need no more than a few KB.
+declare -A MAXLEN=([wire]=9216 [lane]=4096 [auth]=4200 [config]=8192 [chan]=2048)
 
-build() { # target
-    local t=$1
-    [[ -n "${SRCS[$t]:-}" ]] || die "unknown target '$t' (wire, lane, auth)"
+build() { # target [suffix extra-flags...]
+    local t=$1 suffix=${2:-}
+    shift $(($# > 1 ? 2 : 1))
+    [[ -n "${SRCS[$t]:-}" ]] || die "unknown target '$t' (${ALL[*]})"
     # shellcheck disable=SC2086  # the source and library lists are words
-    clang "${CFLAGS[@]}" "test/fuzz/fuzz_$t.c" ${SRCS[$t]} ${LIBS[$t]:-} -o "$OUT/fuzz_$t.tmp" ||
-        die "cannot build fuzz_$t"
-    mv -f "$OUT/fuzz_$t.tmp" "$OUT/fuzz_$t"
+    clang "${CFLAGS[@]}" "$@" ${XFLAGS[$t]:-} "test/fuzz/fuzz_$t.c" ${SRCS[$t]} ${LIBS[$t]:-} \
+        -o "$OUT/fuzz_$t$suffix.tmp" || die "cannot build fuzz_$t"
+    mv -f "$OUT/fuzz_$t$suffix.tmp" "$OUT/fuzz_$t$suffix"
+}
+
+# The keywords of a config file, for the config target's mutations.
+config_dict() { # file
+    sed -n 's/^;* *\[\([a-z]*\)\].*/\1/p; s/^;* *\([a-z_]*\) = .*/\1/p' config/*.ini | sort -u |
+        awk '{ printf "\"%s\"\n\"%s = \"\n", $1, $1 }' >"$1"
+    printf '"[%s]\\x0a"\n' eal node port proto chan idle lcores auth fault >>"$1"
+    printf '"\\x00%s."\n' eal node port proto chan idle lcores auth fault >>"$1"
 }
 
 # Valid inputs to start from: the fuzzer mutates these rather than finding
@@ -133,42 +173,97 @@ if target == 'auth':
         seeds[f'{tag}-trailer'] = bytes([enc | 1]) + fields(3, 5, 0xff) + data
     seeds['key'] = b'\x02' + b'0123456789abcdef' * 4 + b'\n'
     seeds['key-short'] = b'\x02' + b'0123456789abcdef' * 3 + b'\n'
+if target == 'config':
+    # the shipped configs, with and without overrides (the file, NUL, --sets)
+    for ini in sorted(os.listdir('config')):
+        if ini.endswith('.ini'):
+            text = open(os.path.join('config', ini), 'rb').read()
+            seeds[ini] = text
+            seeds[ini + '-set'] = text + b'\0port.mtu=1500\0proto.window=64\0node.name=x'
+    seeds['sets-only'] = b'\0lcores.workers=2\0lcores.receivers=2\0auth.mode=encrypt'
+if target == 'chan':
+    # sends of both classes, peek and consume, deliveries, publish, receive;
+    # then the same with a scribble on a ring's header in the middle
+    send = lambda cls, n: bytes([cls << 4]) + struct.pack('<HIH', 2, 0x1234, n)
+    s = (send(0, 100) + send(1, 40) + send(0, 1024) + bytes([0x72, 0x03, 0x52, 0x13]) +
+         bytes([0x05]) + struct.pack('<HI', 200, 9) + bytes([0x06, 0x07, 0x04, 0x14, 0x09]))
+    seeds['clean'] = s
+    seeds['scribbled'] = s[:14] + bytes([0x08]) + struct.pack('<IB', 0xffff, 3) + s[14:]
+    seeds['garbage'] = s[:7] + bytes([0xf1]) + struct.pack('<I', 4096) + bytes(range(16)) + s[7:]
 for name, b in seeds.items():
     with open(os.path.join(d, 'seed-' + name), 'wb') as f:
         f.write(b)
 PY
 }
 
+# --coverage: each target rebuilt with clang's source coverage, its corpus
+# and seeds replayed, and the lines of its own code reached, per file.
+coverage() { # target
+    local t=$1 dir="$OUT/fuzz-cov/$t"
+    rm -rf "$dir"
+    mkdir -p "$dir" "$OUT/fuzz-corpus/$t"
+    build "$t" -cov -fprofile-instr-generate -fcoverage-mapping
+    local seeds=()
+    [[ -d "test/fuzz/seeds/$t" ]] && seeds=("test/fuzz/seeds/$t")
+    LLVM_PROFILE_FILE="$dir/%p.profraw" "$OUT/fuzz_$t-cov" -runs=0 \
+        "$OUT/fuzz-corpus/$t" "${seeds[@]}" >"$dir/log" 2>&1 || die "fuzz_$t: the replay failed, see $dir/log"
+    llvm-profdata merge -sparse "$dir"/*.profraw -o "$dir/all.profdata"
+    # shellcheck disable=SC2086  # the source list is words
+    llvm-cov report "$OUT/fuzz_$t-cov" -instr-profile="$dir/all.profdata" ${SRCS[$t]} |
+        awk -v t="$t" 'NR > 2 && $1 != "" && $1 !~ /^-/ {
+            printf "fuzz_%s: %-28s lines %6s of %5s (%s)\n", t, ($1 == "TOTAL" ? "all" : $1), $8 - $9, $8, $10 }'
+    echo "    (missed lines: llvm-cov show $OUT/fuzz_$t-cov -instr-profile=$dir/all.profdata FILE)"
+}
+
 failed=0
 for t in "${targets[@]}"; do
-    build "$t"
+    [[ -n "${SRCS[$t]:-}" ]] || die "unknown target '$t' (${ALL[*]})"
     corpus="$OUT/fuzz-corpus/$t"
     out="$OUT/fuzz-out/$t"
     mkdir -p "$corpus" "$out"
+    if [[ $mode == coverage ]]; then
+        coverage "$t"
+        continue
+    fi
+    build "$t"
+    if [[ $mode == merge ]]; then
+        # What the corpus reaches that the seeds do not, minimized, into the seeds.
+        mkdir -p "test/fuzz/seeds/$t"
+        before=$(find "test/fuzz/seeds/$t" -type f | wc -l)
+        "$OUT/fuzz_$t" -merge=1 -max_len="${MAXLEN[$t]}" "test/fuzz/seeds/$t" "$corpus" \
+            >"$out/merge.log" 2>&1 || die "fuzz_$t: the merge failed, see $out/merge.log"
+        echo "fuzz_$t: seeds $before -> $(find "test/fuzz/seeds/$t" -type f | wc -l) (test/fuzz/seeds/$t)"
+        continue
+    fi
     seed "$t" "$corpus"
     rm -f "$out"/crash-* "$out"/timeout-* "$out"/leak-* "$out"/oom-*
     seeds=()
     [[ -d "test/fuzz/seeds/$t" ]] && seeds=("test/fuzz/seeds/$t")
+    dict=()
+    if [[ $t == config ]]; then
+        config_dict "$out/config.dict"
+        dict=(-dict="$out/config.dict")
+    fi
     # New inputs go to the first directory; the committed seeds stay as they are.
     set +e
     ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=64} \
         "$OUT/fuzz_$t" -max_total_time="$secs" -timeout=5 -max_len="${MAXLEN[$t]}" \
-        -print_final_stats=1 -artifact_prefix="$out/" "$corpus" "${seeds[@]}" \
+        -print_final_stats=1 -artifact_prefix="$out/" "${dict[@]}" "$corpus" "${seeds[@]}" \
         >"$out/log" 2>&1
     rc=$?
     set -e
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/log" | tail -n 1)
     repro=$(sed -n 's/.*Test unit written to //p' "$out/log" | tail -n 1)
     if ((rc == 0)) && [[ -z "$repro" ]]; then
-        printf 'fuzz_%s: %s executions in %s s (%s/s), no crash\n' "$t" "${execs:-?}" "$secs" \
-            "$(( ${execs:-0} / secs ))"
+        printf 'fuzz_%s: %s executions in %s s (%s/s), corpus %s inputs, no crash\n' "$t" \
+            "${execs:-?}" "$secs" "$(( ${execs:-0} / secs ))" "$(find "$corpus" -type f | wc -l)"
         continue
     fi
     failed=1
     printf 'fuzz_%s: FAILED (exit %d) after %s executions; reproducer: %s\n' "$t" "$rc" \
         "${execs:-?}" "${repro:-none, see $out/log}"
     # What broke: our check's message, or the sanitizer's summary.
-    grep -E '^fuzz_(wire|lane):|ERROR: |SUMMARY: ' "$out/log" | head -n 8 | sed 's/^/    /' || true
+    grep -E '^fuzz_[a-z]+:|ERROR: |SUMMARY: ' "$out/log" | head -n 8 | sed 's/^/    /' || true
     echo "    replay: $OUT/fuzz_$t ${repro:-INPUT}  (log: $out/log)"
 done
 exit "$failed"

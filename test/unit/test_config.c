@@ -505,6 +505,12 @@ static void test_malformed_overrides(void)
 		snprintf(want, sizeof(want), "--set %s: expected section.key=value", bad[i]);
 		assert_refused(gw_config_load(&cfg, NULL, &bad[i], 1, NULL, err, sizeof(err)), want);
 	}
+	/* What is echoed stays one line (found by fuzz_config: a newline in a
+	 * --set value made the error two lines). */
+	static char *const nl[] = { "chan.ring=4096\nmembers; single\tx" };
+	assert_refused(gw_config_load(&cfg, NULL, nl, 1, NULL, err, sizeof(err)),
+		       "--set chan.ring=4096?members; single?x: ");
+	CU_ASSERT_PTR_NULL(strchr(err, '\n'));
 }
 
 static void test_file_errors(void)
