@@ -253,12 +253,16 @@ static void ctl_accept(struct gw_control *ctl)
 	}
 }
 
-static int ctl_hello(struct gw_control *ctl, struct gw_client *cl, struct gw_ctl_msg *m, int *fds)
+/* The client being served (gw_ctl_serve's ops reach it through here). */
+struct ctl_req {
+	struct gw_control *ctl;
+	struct gw_client *cl;
+};
+
+static int ctl_hello(void *ctx, uint16_t chan, struct gw_ctl_msg *m, int *fds)
 {
-	if (m->arg != GW_CTL_VERSION)
-		return -EPROTONOSUPPORT;
-	if (cl->chan.shm)
-		return -EISCONN;
+	struct gw_control *ctl = ((struct ctl_req *)ctx)->ctl;
+	struct gw_client *cl = ((struct ctl_req *)ctx)->cl;
 	const struct gw_config *c = ctl->node->cfg;
 	struct gw_chan_params p = {
 		.ring_count = c->ring_count, .arena_size = c->arena_kb * 1024u, .msg_max = c->msg_max,
@@ -297,9 +301,20 @@ static int ctl_hello(struct gw_control *ctl, struct gw_client *cl, struct gw_ctl
 	return 3;
 }
 
-/* The first node at or after m->arg that this gateway knows of. */
-static int ctl_node(struct gw_control *ctl, struct gw_ctl_msg *m)
+static int ctl_ep_add(void *ctx, const char *name, uint16_t chan)
 {
+	return ep_add(((struct ctl_req *)ctx)->ctl, name, chan);
+}
+
+static int ctl_ep_del(void *ctx, const char *name, uint16_t chan)
+{
+	return ep_del(((struct ctl_req *)ctx)->ctl, name, chan);
+}
+
+/* The first node at or after m->arg that this gateway knows of. */
+static int ctl_node(void *ctx, struct gw_ctl_msg *m)
+{
+	struct gw_control *ctl = ((struct ctl_req *)ctx)->ctl;
 	for (uint32_t n = m->arg ? m->arg : 1; n < GW_MAX_NODES; n++) {
 		const struct gw_peer *p = &ctl->peers->peer[n];
 		bool self = n == ctl->node->cfg->node_id;
@@ -318,47 +333,23 @@ static int ctl_node(struct gw_control *ctl, struct gw_ctl_msg *m)
 /* One request from a client; false when the client must go. */
 static bool ctl_request(struct gw_control *ctl, struct gw_client *cl)
 {
+	static const struct gw_ctl_ops ops = {
+		.hello = ctl_hello, .ep_add = ctl_ep_add, .ep_del = ctl_ep_del, .node = ctl_node,
+	};
 	struct gw_ctl_msg m;
 	ssize_t n = recv(cl->sock, &m, sizeof(m), MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return true;
 	if (n != sizeof(m))
 		return false; /* closed, or not our protocol */
-	int fds[3], nfds = 0;
-	m.name[sizeof(m.name) - 1] = '\0';
-	if (cl->refused) {
-		/* Say why, then hang up. */
-		m.status = -EACCES;
+	struct gw_ctl_peer p = { .chan = cl->chan_id, .refused = cl->refused,
+				 .connected = cl->chan.shm != NULL };
+	struct ctl_req req = { ctl, cl };
+	int fds[3];
+	int nfds = gw_ctl_serve(&ops, &req, &p, &m, fds);
+	if (nfds == GW_CTL_HANGUP) {
 		gw_ctl_reply(cl->sock, &m, fds, 0);
 		return false;
-	}
-	switch (m.op) {
-	case GW_CTL_HELLO:
-		m.status = ctl_hello(ctl, cl, &m, fds);
-		if (m.status > 0) {
-			nfds = m.status;
-			m.status = 0;
-		}
-		break;
-	case GW_CTL_REGISTER:
-		if (!cl->chan.shm)
-			m.status = -ENOTCONN;
-		else if (!gw_ctl_name_ok(m.name, sizeof(m.name)))
-			m.status = -EINVAL;
-		else if (m.name[0] == GW_CTL_RESERVED)
-			m.status = -EPERM; /* the gateway's to give (the reply endpoint) */
-		else
-			m.status = ep_add(ctl, m.name, cl->chan_id);
-		m.arg = gw_ctl_ep_id(m.name);
-		break;
-	case GW_CTL_UNREGISTER:
-		m.status = m.name[0] == GW_CTL_RESERVED ? -EPERM : ep_del(ctl, m.name, cl->chan_id);
-		break;
-	case GW_CTL_NODE:
-		m.status = ctl_node(ctl, &m);
-		break;
-	default:
-		m.status = -EOPNOTSUPP;
 	}
 	return gw_ctl_reply(cl->sock, &m, fds, nfds) == 0;
 }

@@ -15,6 +15,7 @@
 #define GW_CTL_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -92,5 +93,39 @@ static inline int gw_ctl_name_ok(const char *name, size_t cap)
 			return 0;
 	return i > 0 && i < cap && i < GW_NAME_MAX;
 }
+
+/*
+ * Serving a request: the checks and the order of them here (pure, tested
+ * and fuzzed without a gateway), the effects through ops (the gateway's
+ * channels, directory and peers).
+ */
+struct gw_ctl_ops {
+	/* HELLO from a new client: its channel made, m->arg and m->arg2 set,
+	 * fds[0..2] to pass; 3 or a negative errno. */
+	int (*hello)(void *ctx, uint16_t chan, struct gw_ctl_msg *m, int *fds);
+	/* An endpoint for chan, and its removal (gw_dir_add and gw_dir_del's
+	 * answers). */
+	int (*ep_add)(void *ctx, const char *name, uint16_t chan);
+	int (*ep_del)(void *ctx, const char *name, uint16_t chan);
+	/* NODE: m filled from m->arg on; 0 or -ENOENT. */
+	int (*node)(void *ctx, struct gw_ctl_msg *m);
+};
+
+/* A client as its requests see it. */
+struct gw_ctl_peer {
+	uint16_t chan;
+	bool refused;   /* not allowed by the socket's credentials check */
+	bool connected; /* its HELLO went through */
+};
+
+#define GW_CTL_HANGUP (-1)
+
+/*
+ * Serve m, as received whole from p, in place: m becomes the reply, with
+ * its status. Returns how many of fds go with it (0 or 3), or GW_CTL_HANGUP
+ * when the client must go once it has the reply (refused).
+ */
+int gw_ctl_serve(const struct gw_ctl_ops *ops, void *ctx, struct gw_ctl_peer *p,
+		 struct gw_ctl_msg *m, int *fds);
 
 #endif

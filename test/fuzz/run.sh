@@ -15,7 +15,8 @@
 #
 # TARGET: wire (frames as they arrive), lane (the reliable protocol's state
 # machine), auth ([auth] sealing and opening, key files), config (a config
-# file and --set), chan (a client's channel as the gateway reads it).
+# file and --set), chan (a client's channel as the gateway reads it), ctl
+# (requests on the control socket, from several clients).
 #
 # Everything goes under $GW_FUZZ_DIR (default build/): the binaries
 # fuzz_<target>, the corpora fuzz-corpus/<target> (kept between runs, so
@@ -29,7 +30,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd -P)"
 cd "$ROOT"
 
-ALL=(wire lane auth config chan)
+ALL=(wire lane auth config chan ctl)
 mode=run
 case "${1:-}" in
 --coverage) mode=coverage; shift ;;
@@ -60,7 +61,7 @@ flock 8
 # shellcheck disable=SC2054  # the commas belong to -fsanitize
 CFLAGS=(-std=gnu11 -g -O1 -march=corei7 -Wall -Wextra -Wno-unused-parameter
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-    -I lib/wire -I lib/proto -I lib/auth -I lib/config -I lib/chan -I drivers -I test/fuzz)
+    -I lib/wire -I lib/proto -I lib/auth -I lib/config -I lib/chan -I lib/dir -I drivers -I test/fuzz)
 WIRE="lib/wire/gw_wire.c lib/wire/gw_crc32c.c"
 # The code each target is for: compiled in (instrumented), and what
 # --coverage reports on.
@@ -70,6 +71,7 @@ declare -A SRCS=(
     [auth]="lib/auth/gw_auth.c $WIRE"
     [config]="lib/config/gw_config.c drivers/gw_port.c drivers/gw_af_packet.c drivers/gw_pci.c drivers/gw_tap.c drivers/gw_vhost.c $WIRE"
     [chan]="lib/chan/gw_chan_gw.c lib/chan/gw_chan_client.c"
+    [ctl]="lib/chan/gw_ctl.c lib/dir/gw_dir.c"
 )
 # DPDK's headers and libraries (rte_cfgfile, rte_ring, the drivers' ethdev
 # calls) and the AEADs' own code: not instrumented, linked as they are.
@@ -82,7 +84,7 @@ declare -A XFLAGS=([config]="$dpdk_cflags" [chan]="$dpdk_cflags"
     [lane]="-fno-sanitize-coverage=trace-cmp")
 declare -A LIBS=([auth]="-lIPSec_MB -lsodium" [config]="$dpdk_libs" [chan]="$dpdk_libs")
 # Frames go up to 9014 bytes; scripts need no more than a few KB.
-declare -A MAXLEN=([wire]=9216 [lane]=4096 [auth]=4200 [config]=8192 [chan]=2048)
+declare -A MAXLEN=([wire]=9216 [lane]=4096 [auth]=4200 [config]=8192 [chan]=2048 [ctl]=4096)
 
 build() { # target [suffix extra-flags...]
     local t=$1 suffix=${2:-}
@@ -190,6 +192,13 @@ if target == 'chan':
     seeds['clean'] = s
     seeds['scribbled'] = s[:14] + bytes([0x08]) + struct.pack('<IB', 0xffff, 3) + s[14:]
     seeds['garbage'] = s[:7] + bytes([0xf1]) + struct.pack('<I', 4096) + bytes(range(16)) + s[7:]
+if target == 'ctl':
+    # (client | 4 to hang up), then a struct gw_ctl_msg: op, status, arg, arg2, name[64]
+    msg = lambda k, op, arg=0, name=b'': bytes([k]) + struct.pack('<IiII', op, 0, arg, 0) + name.ljust(64, b'\0')
+    s = (msg(0, 1, 1) + msg(1, 1, 1) + msg(0, 2, 0, b'sink') + msg(1, 2, 0, b'sink') +
+         msg(1, 3, 0, b'sink') + msg(0, 3, 0, b'sink') + msg(0, 4, 1) + msg(3, 1, 1) +
+         msg(2, 2, 0, b'early') + msg(0, 2, 0, b'~call.101') + msg(0, 1, 1) + msg(1, 9) + bytes([4]))
+    seeds['session'] = s
 for name, b in seeds.items():
     with open(os.path.join(d, 'seed-' + name), 'wb') as f:
         f.write(b)

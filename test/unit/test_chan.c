@@ -14,6 +14,7 @@
 #include <rte_ring_elem.h>
 
 #include "gw_chan.h"
+#include "gw_ctl.h"
 #include "gw_test.h"
 
 static const struct gw_chan_params small = { .ring_count = 64, .arena_size = 4096, .msg_max = 1024, .rx_parts = 1 };
@@ -354,6 +355,69 @@ static void test_rx_parts(void)
 	gw_chan_close(&gw);
 }
 
+
+/* Control requests: the checks before any effect (gw_ctl_serve). */
+static unsigned ctl_calls;
+static int ctl_hello_ok(void *ctx, uint16_t chan, struct gw_ctl_msg *m, int *fds)
+{
+	(void)ctx;
+	ctl_calls++;
+	m->arg = chan;
+	fds[0] = fds[1] = fds[2] = 9;
+	return 3;
+}
+static int ctl_ep(void *ctx, const char *name, uint16_t chan)
+{
+	(void)ctx, (void)name, (void)chan;
+	ctl_calls++;
+	return 0;
+}
+static int ctl_node_none(void *ctx, struct gw_ctl_msg *m)
+{
+	(void)ctx, (void)m;
+	return -ENOENT;
+}
+
+static int serve(struct gw_ctl_peer *p, uint32_t op, uint32_t arg, const char *name, int *nfds)
+{
+	static const struct gw_ctl_ops ops = { .hello = ctl_hello_ok, .ep_add = ctl_ep,
+					       .ep_del = ctl_ep, .node = ctl_node_none };
+	struct gw_ctl_msg m = { .op = op, .arg = arg };
+	memset(m.name, 'x', sizeof(m.name)); /* not terminated: the server ends it */
+	if (name)
+		snprintf(m.name, sizeof(m.name), "%s", name);
+	int fds[3];
+	*nfds = gw_ctl_serve(&ops, NULL, p, &m, fds);
+	return m.status;
+}
+
+static void test_ctl_serve(void)
+{
+	struct gw_ctl_peer p = { .chan = 5 }, refused = { .chan = 6, .refused = true };
+	int n;
+	ctl_calls = 0;
+	CU_ASSERT_EQUAL(serve(&refused, GW_CTL_HELLO, GW_CTL_VERSION, NULL, &n), -EACCES);
+	CU_ASSERT_EQUAL(n, GW_CTL_HANGUP);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_REGISTER, 0, "sink", &n), -ENOTCONN);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_HELLO, GW_CTL_VERSION + 1, NULL, &n), -EPROTONOSUPPORT);
+	CU_ASSERT_EQUAL(ctl_calls, 0); /* nothing reached the gateway yet */
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_HELLO, GW_CTL_VERSION, NULL, &n), 0);
+	CU_ASSERT(n == 3 && p.connected);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_HELLO, GW_CTL_VERSION, NULL, &n), -EISCONN);
+	CU_ASSERT_EQUAL(n, 0);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_REGISTER, 0, "~call.5", &n), -EPERM);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_UNREGISTER, 0, "~call.5", &n), -EPERM);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_REGISTER, 0, "a b", &n), -EINVAL);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_REGISTER, 0, "", &n), -EINVAL);
+	CU_ASSERT_EQUAL(ctl_calls, 1);
+	/* Unterminated, the longest name that fits: ended by the server, taken. */
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_REGISTER, 0, NULL, &n), 0);
+	CU_ASSERT_EQUAL(ctl_calls, 2);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_REGISTER, 0, "sink", &n), 0);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_NODE, 1, NULL, &n), -ENOENT);
+	CU_ASSERT_EQUAL(serve(&p, 77, 0, NULL, &n), -EOPNOTSUPP);
+	CU_ASSERT_EQUAL(ctl_calls, 3);
+}
 static const struct gw_test_case cases[] = {
 	{ "round trip", test_round_trip },
 	{ "full and oversize", test_full_and_oversize },
@@ -362,6 +426,7 @@ static const struct gw_test_case cases[] = {
 	{ "garbage in the ring headers", test_ring_header_garbage },
 	{ "two processes", test_two_processes },
 	{ "an RX part per receiver", test_rx_parts },
+	{ "control requests checked before any effect", test_ctl_serve },
 	{ NULL, NULL },
 };
 
