@@ -86,8 +86,15 @@ void gw_control_sample(struct gw_control *ctl)
 {
 	for (unsigned i = 0; i < ctl->node->cfg->clients_max; i++) {
 		struct gw_client *cl = &ctl->clients[i];
-		if (cl->used && cl->chan.shm)
-			cl->tx_full = cl->chan.shm->tx_full;
+		if (!cl->used || !cl->chan.shm)
+			continue;
+		cl->tx_full = cl->chan.shm->tx_full;
+		unsigned fill = 0;
+		for (unsigned r = 0; r < cl->chan.rx_parts; r++) {
+			unsigned f = gw_chan_rx_fill_permille(&cl->chan, r);
+			fill = f > fill ? f : fill;
+		}
+		cl->rx_fill_permille = (uint16_t)fill;
 	}
 }
 

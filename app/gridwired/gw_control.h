@@ -45,6 +45,7 @@ struct gw_client {
 	 * of its region by gw_control_sample: telemetry must not touch a
 	 * region that may be unmapped under it. */
 	uint64_t tx_full;
+	uint16_t rx_fill_permille; /* its fullest RX part, sampled with tx_full */
 	struct gw_chan chan;
 	struct gw_client_rx rx[GW_RECEIVERS_MAX];
 };

@@ -86,10 +86,15 @@ static bool lcore_step(struct gw_lcore *lc, uint64_t now)
 static void lcore_pass(struct gw_lcore *lc)
 {
 	uint64_t now = gw_clock_ns();
+	/* A pass that found work runs until this one starts (no idle wait
+	 * between them): its time is busy time, with no clock read more. */
+	if (lc->busy_since)
+		__atomic_store_n(&lc->busy_ns, lc->busy_ns + (now - lc->busy_since), __ATOMIC_RELAXED);
 	if (lcore_step(lc, now)) {
 		lc->idle_polls = 0;
-		__atomic_store_n(&lc->busy_ns, lc->busy_ns + (gw_clock_ns() - now), __ATOMIC_RELAXED);
+		lc->busy_since = now;
 	} else {
+		lc->busy_since = 0;
 		gw_idle(lc->g->cfg, &lc->idle_polls);
 	}
 }

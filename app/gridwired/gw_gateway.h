@@ -66,7 +66,8 @@ struct gw_lcore {
 	const struct gw_layout_entry *e;
 	unsigned qs_id; /* its thread id in the gateway's rte_rcu_qsbr */
 	unsigned idle_polls;
-	uint64_t busy_ns; /* in passes that found work (telemetry reads it) */
+	uint64_t busy_ns;    /* in passes that found work (telemetry reads it) */
+	uint64_t busy_since; /* the start of the last pass if it found work, else 0 */
 	struct gw_port_rx *prx;
 	struct gw_receiver *rv;
 	struct gw_worker *w;

@@ -215,13 +215,11 @@ static int cmd_client(const char *cmd, const char *params, struct rte_tel_data *
 	unsigned eps = 0;
 	for (unsigned i = 0; i < GW_DIR_SLOTS; i++)
 		eps += dir->slot[i].id && dir->slot[i].chan == id;
-	uint64_t delivered = 0, full = 0, rejecting = 0, fill = 0;
+	uint64_t delivered = 0, full = 0, rejecting = 0;
 	for (unsigned r = 0; r < cl->chan.rx_parts; r++) {
 		delivered += cl->chan.rx[r].delivered;
 		full += cl->chan.rx[r].full;
 		rejecting |= cl->rx[r].hold.rejecting;
-		unsigned f = gw_chan_rx_fill_permille(&cl->chan, r);
-		fill = f > fill ? f : fill;
 	}
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "channel", id);
@@ -234,8 +232,9 @@ static int cmd_client(const char *cmd, const char *params, struct rte_tel_data *
 	rte_tel_data_add_dict_u64(d, "msgs_delivered", delivered);
 	rte_tel_data_add_dict_u64(d, "rx_full", full);
 	rte_tel_data_add_dict_u64(d, "rejecting", rejecting);
-	/* Its fullest receive part, in thousandths. */
-	rte_tel_data_add_dict_u64(d, "rx_fill_permille", fill);
+	/* Its fullest receive part, in thousandths, as the control role last
+	 * sampled it (every hello_ms). */
+	rte_tel_data_add_dict_u64(d, "rx_fill_permille", cl->rx_fill_permille);
 	return 0;
 }
 

@@ -248,7 +248,8 @@ int gw_chan_deliver(struct gw_chan *c, unsigned part, struct gw_chan_desc d, con
 bool gw_chan_rx_below_half(const struct gw_chan *c, unsigned part);
 
 /* How full RX part `part` is, descriptors or bytes whichever is fuller, in
- * thousandths (0..1000): for operators, from any thread. */
+ * thousandths (0..1000): for operators. It reads the client's region: call
+ * it where the channel cannot be unmapped meanwhile (the control role). */
 unsigned gw_chan_rx_fill_permille(const struct gw_chan *c, unsigned part);
 
 /* How far the client has read RX part `part` (its ring's consumer count):

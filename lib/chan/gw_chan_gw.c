@@ -283,25 +283,31 @@ int gw_chan_deliver(struct gw_chan *c, unsigned part, struct gw_chan_desc d, con
 	return 0;
 }
 
-bool gw_chan_rx_below_half(const struct gw_chan *c, unsigned part)
+/* What RX part `part` holds that the client has not read: descriptors and
+ * arena bytes. pos and head are the receiver's own; from another thread
+ * (the control role's sampling) they are a moment old. */
+static void rx_queued(const struct gw_chan *c, unsigned part, uint32_t *descs, uint32_t *bytes)
 {
 	const struct gw_chan_rx *x = &c->rx[part];
-	uint32_t queued = x->pos - __atomic_load_n(&x->ring->cons.tail, __ATOMIC_ACQUIRE);
-	uint32_t bytes = x->head - __atomic_load_n(&c->shm->rx_tail[part].tail, __ATOMIC_ACQUIRE);
-	return queued < c->ring_half && bytes <= (c->rx_mask + 1) / 2;
+	*descs = __atomic_load_n(&x->pos, __ATOMIC_RELAXED) -
+		 __atomic_load_n(&x->ring->cons.tail, __ATOMIC_ACQUIRE);
+	*bytes = __atomic_load_n(&x->head, __ATOMIC_RELAXED) -
+		 __atomic_load_n(&c->shm->rx_tail[part].tail, __ATOMIC_ACQUIRE);
+}
+
+bool gw_chan_rx_below_half(const struct gw_chan *c, unsigned part)
+{
+	uint32_t descs, bytes;
+	rx_queued(c, part, &descs, &bytes);
+	return descs < c->ring_half && bytes <= (c->rx_mask + 1) / 2;
 }
 
 unsigned gw_chan_rx_fill_permille(const struct gw_chan *c, unsigned part)
 {
-	const struct gw_chan_rx *x = &c->rx[part];
-	/* The receiver moves pos and head as this reads them: relaxed loads,
-	 * a figure a moment old. The client's positions are its word, so the
-	 * result is clamped. */
-	uint32_t queued = __atomic_load_n(&x->pos, __ATOMIC_RELAXED) -
-			  __atomic_load_n(&x->ring->cons.tail, __ATOMIC_ACQUIRE);
-	uint32_t bytes = __atomic_load_n(&x->head, __ATOMIC_RELAXED) -
-			 __atomic_load_n(&c->shm->rx_tail[part].tail, __ATOMIC_ACQUIRE);
-	uint64_t d = (uint64_t)queued * 1000 / (c->ring_mask + 1);
+	uint32_t descs, bytes;
+	rx_queued(c, part, &descs, &bytes);
+	/* The client's positions are its word: clamped. */
+	uint64_t d = (uint64_t)descs * 1000 / (c->ring_mask + 1);
 	uint64_t b = (uint64_t)bytes * 1000 / (c->rx_mask + 1);
 	uint64_t m = d > b ? d : b;
 	return m > 1000 ? 1000 : (unsigned)m;

@@ -1034,8 +1034,6 @@ static void test_strerror(void)
 	CU_ASSERT_STRING_EQUAL(gw_wire_strerror(0), "success");
 }
 
-/* A frame sent again gets the current base, still passes its CRC, and
- * nothing else in it changes. */
 /* A REJECT's data is little-endian on the wire, whatever the host. */
 static void test_reject_body(void)
 {
@@ -1052,6 +1050,8 @@ static void test_reject_body(void)
 	CU_ASSERT_EQUAL(gw_wire_reject_get(b, GW_REJECT_LEN - 1, &rj), -EBADMSG);
 }
 
+/* A frame sent again gets the current base, still passes its CRC, and
+ * nothing else in it changes. */
 static void test_restamp_base(void)
 {
 	static uint8_t f[2048], g[2048];

@@ -147,6 +147,8 @@ gridwire_test_() ->
                 {timeout, 120, fun() -> urgent(Peer) end}},
                {"a slow receiver: bounded mailbox, the rest rejected to its sender",
                 {timeout, 120, fun() -> bounded(Peer) end}},
+               {"any terms into every NIF: a result or badarg, never a crash",
+                {timeout, 600, fun() -> nif_terms() end}},
                {"processes killed", {timeout, 60, fun() -> killed(Peer) end}},
                {"the gateway restarted", {timeout, 120, fun() -> restarted(Peer) end}}]}
      end}.
@@ -190,6 +192,70 @@ outcomes() ->
     ?assertEqual({error, ehostunreach}, gridwire:send(77, <<"sink">>, x)),
     ?assertError(badarg, gridwire_nif:send(not_a_channel, 1, <<"x">>, <<>>, false)),
     ?assertEqual({ok, 3}, gridwire:call(B, <<"echo">>, {echo, 3}, ?T)).
+
+%% The NIF's argument decoding, fuzzed from Erlang: random terms (and the
+%% real channel, most of the time, where one is wanted) into every function
+%% of gridwire_nif for GW_NIF_FUZZ_S seconds (5 by default; longer for a
+%% campaign). Each call returns, or raises badarg; the VM never crashes, and
+%% the gateway serves on. Seeded and logged, so a failure can be replayed.
+nif_terms() ->
+    Seed = case env("GW_NIF_FUZZ_SEED") of false -> erlang:unique_integer([positive]);
+                                           S -> list_to_integer(S) end,
+    Secs = case env("GW_NIF_FUZZ_S") of false -> 5; V -> list_to_integer(V) end,
+    rand:seed(exsss, Seed),
+    {ok, C} = gridwire_nif:open(env("GW_SOCK_A"), 7),
+    Fns = [{register, 5}, {unregister, 3}, {nodes, 1}, {send, 5}, {cast, 5}, {call, 6},
+           {forget, 2}, {respond, 7}, {drain, 2}, {local_node, 1}, {node_up, 2}, {stats, 1},
+           {endpoint_id, 1}, {open, 2}],
+    End = erlang:monotonic_time(millisecond) + Secs * 1000,
+    N = nif_terms(C, list_to_tuple(Fns), End, 0),
+    gridwire_nif:close(C),
+    flush(),
+    io:format(user, "  NIF terms: ~b calls in ~b s (~b/s), seed ~b~n", [N, Secs, N div Secs, Seed]),
+    ?assert(N > 0),
+    ?assertEqual({ok, 4}, gridwire:call(node_b(), <<"echo">>, {echo, 4}, ?T)).
+
+nif_terms(C, Fns, End, N) ->
+    case N rem 1000 =:= 0 andalso erlang:monotonic_time(millisecond) >= End of
+        true -> N;
+        false ->
+            {F, Arity} = element(rand:uniform(tuple_size(Fns)), Fns),
+            Args = [case I =:= 1 andalso F =/= endpoint_id andalso F =/= open andalso
+                            rand:uniform(10) =< 8 of
+                        true -> C;
+                        false -> term(3)
+                    end || I <- lists:seq(1, Arity)],
+            try apply(gridwire_nif, F, Args) of
+                {ok, Other} when F =:= open -> gridwire_nif:close(Other);
+                _ -> ok
+            catch error:badarg -> ok
+            end,
+            N rem 256 =:= 0 andalso flush(),
+            nif_terms(C, Fns, End, N + 1)
+    end.
+
+%% What the binding's own callers send it: notifications and REJECTs.
+flush() -> receive _ -> flush() after 0 -> ok end.
+
+%% A random term, at most D deep: the shapes the NIFs take and the others.
+term(D) ->
+    case rand:uniform(if D > 0 -> 14; true -> 9 end) of
+        1 -> rand:uniform(4) - 2;
+        2 -> rand:uniform(70000) - 100;
+        3 -> (rand:uniform(1 bsl 40) - (1 bsl 39)) * rand:uniform(1 bsl 30);
+        4 -> rand:uniform() * 1.0e6;
+        5 -> lists:nth(rand:uniform(8), [true, false, urgent, ok, sink, echo, '', 'a b']);
+        6 -> rand:bytes(rand:uniform(40) - 1);
+        7 -> lists:nth(rand:uniform(5), [<<"sink">>, <<"echo">>, <<"~call.1">>, <<"x y">>,
+                                         binary:copy(<<"n">>, 31 + rand:uniform(3))]);
+        8 -> self();
+        9 -> make_ref();
+        10 -> [term(D - 1) || _ <- lists:seq(1, rand:uniform(4) - 1)];
+        11 -> list_to_tuple([term(D - 1) || _ <- lists:seq(1, rand:uniform(4) - 1)]);
+        12 -> #{term(D - 1) => term(D - 1)};
+        13 -> [rand:uniform(300) - 20 | term(D - 1)]; %% improper, or iodata
+        _ -> [rand:bytes(rand:uniform(8)), term(D - 1)]
+    end.
 
 %% Each process sends both classes, alternating: each class arrives in
 %% its own order (an urgent message may overtake the same process's bulk
