@@ -305,6 +305,32 @@ gw_pair_bg() {
     gw_wait_ready "$out" "pair: .* processes" "$GW_PID_PAIR" "the run"
 }
 
+# gw_captured_run WORK pair.sh-args...: tshark on both sides' veths (each
+# side's own frames are seen at the other: af_packet sends past the kernel's
+# taps) into WORK/beta.pcap and WORK/alpha.pcap (pcapng: two interfaces),
+# started before a verified run so that they see it from its first frame;
+# returns when the run and the captures have ended. The run's output is in
+# WORK/pair.out.
+gw_captured_run() {
+    local work=$1 cap_b cap_a
+    shift
+    ip netns exec gwb tshark -q -B 128 -i veth-b0 -i veth-b1 -w "$work/beta.pcap" \
+        >"$work/tshark-b.out" 2>&1 &
+    cap_b=$!
+    ip netns exec gwa tshark -q -B 64 -i veth-a0 -i veth-a1 -w "$work/alpha.pcap" \
+        >"$work/tshark-a.out" 2>&1 &
+    cap_a=$!
+    gw_cleanup_push _gw_stop_pid "$cap_b"
+    gw_cleanup_push _gw_stop_pid "$cap_a"
+    gw_wait_ready "$work/tshark-b.out" "Capture started" "$cap_b" "tshark on beta's veths"
+    gw_wait_ready "$work/tshark-a.out" "Capture started" "$cap_a" "tshark on alpha's veths"
+    gw_pair_bg "$work/pair.out" "$@"
+    wait "$GW_PID_PAIR" || true
+    sleep 1 # the last ACKs and hellos
+    kill -INT "$cap_b" "$cap_a"
+    wait "$cap_b" "$cap_a" 2>/dev/null || true
+}
+
 # gw_workdir NAME: set $work to a fresh /tmp/gridwire-NAME.XXXXXX, removed
 # on exit unless GW_KEEP is set (then its path is logged, for a post-mortem).
 gw_workdir() {

@@ -525,6 +525,13 @@ static int gw_file_scan(struct gw_load *ld)
 		char *c = memchr(line, ';', len), *p = line, *end;
 
 		lineno++;
+		/* What rte_cfgfile refuses with a log line of its own: said
+		 * here, in one line with the fix, before it reads the file. */
+		if (len > CFG_NAME_LEN + CFG_VALUE_LEN + 2) {
+			rc = gw_err(ld, -EINVAL, "config %s: line %u: longer than %d characters",
+				    ld->path, lineno, CFG_NAME_LEN + CFG_VALUE_LEN + 2);
+			break;
+		}
 		end = c && (c == line || c[-1] != '\\') ? c : line + len;
 		while (p < end && isspace((unsigned char)*p))
 			p++;
@@ -532,13 +539,24 @@ static int gw_file_scan(struct gw_load *ld)
 			end--;
 		if (p == end)
 			continue;
-		if (*p == '[')
+		const char *eq = memchr(p, '=', end - p);
+		const char *v = eq ? eq + 1 : end;
+		while (v < end && isspace((unsigned char)*v))
+			v++;
+		if (*p == '[' && !memchr(p, ']', end - p))
+			rc = gw_err(ld, -EINVAL, "config %s: line %u: '%.*s' has no closing ']'",
+				    ld->path, lineno, (int)(end - p), p);
+		else if (*p == '[')
 			in_section = true;
-		else if (!memchr(p, '=', end - p))
+		else if (!eq)
 			rc = gw_err(ld, -EINVAL, "config %s: line %u: '%.*s' is neither [section] nor key = value",
 				    ld->path, lineno, (int)(end - p), p);
 		else if (!in_section)
 			rc = gw_err(ld, -EINVAL, "config %s: line %u: '%.*s' comes before any [section]",
+				    ld->path, lineno, (int)(end - p), p);
+		else if (v == end)
+			rc = gw_err(ld, -EINVAL,
+				    "config %s: line %u: '%.*s' has no value (leave the key out for its default)",
 				    ld->path, lineno, (int)(end - p), p);
 	}
 	free(line);

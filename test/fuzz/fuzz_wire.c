@@ -114,6 +114,11 @@ static void walk_payload(const struct gw_hdr *h, const uint8_t *payload)
 		CHECK(r.data == pl + prev + GW_REC_HLEN);
 		CHECK(off == prev + GW_REC_HLEN + r.len && off <= len);
 		touch(r.data, r.len);
+		if (r.kind == GW_RK_REJECT) {
+			/* Its data as the receiver reads it: whole, or refused. */
+			struct gw_reject_body rj;
+			CHECK((gw_wire_reject_get(r.data, r.len, &rj) == 0) == (r.len >= GW_REJECT_LEN));
+		}
 		prev = off;
 		nrec++;
 		CHECK(nrec <= len / GW_REC_HLEN); /* each record takes 16 bytes at least */

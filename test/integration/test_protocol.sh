@@ -30,24 +30,9 @@ fail=0
 
 gw_check "the decoder's CRC32C gives the document's check value" python3 "$DEC" --selftest
 
-# The captures first, so that they see the run from its first frame.
-ip netns exec gwb tshark -q -B 128 -i veth-b0 -i veth-b1 -w "$work/beta.pcapng" \
-    >"$work/tshark-b.out" 2>&1 &
-cap_b=$!
-ip netns exec gwa tshark -q -B 64 -i veth-a0 -i veth-a1 -w "$work/alpha.pcapng" \
-    >"$work/tshark-a.out" 2>&1 &
-cap_a=$!
-gw_cleanup_push _gw_stop_pid "$cap_b"
-gw_cleanup_push _gw_stop_pid "$cap_a"
-gw_wait_ready "$work/tshark-b.out" "Capture started" "$cap_b" "tshark on beta's veths"
-gw_wait_ready "$work/tshark-a.out" "Capture started" "$cap_a" "tshark on alpha's veths"
 # 1% of the frames beta receives dropped (XDP, before its capture sees
 # them): retransmissions, and ACKs with SACK bits for the decoders.
-gw_pair_bg "$work/pair.out" --procs 1 --writers 20 --msgs 500 --rate 4000 --urgent-every 4 --drop 10
-wait "$GW_PID_PAIR" || true
-sleep 1 # the last ACKs and hellos
-kill -INT "$cap_b" "$cap_a"
-wait "$cap_b" "$cap_a" 2>/dev/null || true
+gw_captured_run "$work" --procs 1 --writers 20 --msgs 500 --rate 4000 --urgent-every 4 --drop 10
 run=$(tail -1 "$work/pair.out")
 echo "run: $run"
 gw_check "the run delivered every message in order" python3 -c '
@@ -72,9 +57,9 @@ fields() {
 }
 # Both sides at once (two CPUs): the decoder and tshark for each capture.
 for side in beta alpha; do
-    python3 "$DEC" --port "$PORT" --summary "$work/$side.pcapng" >"$work/$side.dec" \
+    python3 "$DEC" --port "$PORT" --summary "$work/$side.pcap" >"$work/$side.dec" \
         2>"$work/$side.dec.sum" &
-    fields "$work/$side.pcapng" >"$work/$side.fields" &
+    fields "$work/$side.pcap" >"$work/$side.fields" &
 done
 wait
 cat "$work/beta.dec.sum" "$work/alpha.dec.sum"
@@ -88,7 +73,7 @@ sys.path.insert(0, os.path.dirname(dec))
 from protocol_decode import read_capture
 pick = next(d["frame"] for d in map(json.loads, open(f"{work}/beta.dec"))
             if d.get("type") == 1 and d["len"] > 100 and d["crc_ok"])
-frame = next(bytearray(p) for n, (_, p, _) in enumerate(read_capture(f"{work}/beta.pcapng"), 1)
+frame = next(bytearray(p) for n, (_, p, _) in enumerate(read_capture(f"{work}/beta.pcap"), 1)
              if n == pick)
 def write(name, f):
     hdr = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)

@@ -22,23 +22,7 @@ export GW_LINK=veth
 gw_ns_up >/dev/null
 ts() { tshark -X "lua_script:$LUA" "$@" 2>/dev/null; }
 
-# The captures first, so that they see the run from its first frame.
-ip netns exec gwb tshark -q -B 128 -i veth-b0 -i veth-b1 -w "$work/beta.pcap" \
-    >"$work/tshark-b.out" 2>&1 &
-cap_b=$!
-ip netns exec gwa tshark -q -B 64 -i veth-a0 -i veth-a1 -w "$work/alpha.pcap" \
-    >"$work/tshark-a.out" 2>&1 &
-cap_a=$!
-gw_cleanup_push _gw_stop_pid "$cap_b"
-gw_cleanup_push _gw_stop_pid "$cap_a"
-gw_wait_ready "$work/tshark-b.out" "Capture started" "$cap_b" "tshark on beta's veths"
-gw_wait_ready "$work/tshark-a.out" "Capture started" "$cap_a" "tshark on alpha's veths"
-gw_pair_bg "$work/pair.out" --procs 1 --writers 20 --msgs 1000 --rate 4000 --urgent-every 4
-pid=$GW_PID_PAIR
-wait "$pid" || true
-sleep 1 # the last ACKs and hellos
-kill -INT "$cap_b" "$cap_a"
-wait "$cap_b" "$cap_a" 2>/dev/null || true
+gw_captured_run "$work" --procs 1 --writers 20 --msgs 1000 --rate 4000 --urgent-every 4
 run=$(tail -1 "$work/pair.out")
 
 # A copy of one DATA frame with a payload byte flipped (as pcap: a 24-byte
