@@ -527,9 +527,15 @@ static int gw_file_scan(struct gw_load *ld)
 		lineno++;
 		/* What rte_cfgfile refuses with a log line of its own: said
 		 * here, in one line with the fix, before it reads the file. */
-		if (len > CFG_NAME_LEN + CFG_VALUE_LEN + 2) {
+		size_t chars = len - (len > 0 && line[len - 1] == '\n');
+		if (chars > CFG_NAME_LEN + CFG_VALUE_LEN + 2) {
 			rc = gw_err(ld, -EINVAL, "config %s: line %u: longer than %d characters",
 				    ld->path, lineno, CFG_NAME_LEN + CFG_VALUE_LEN + 2);
+			break;
+		}
+		if (memchr(line, '\0', len)) {
+			rc = gw_err(ld, -EINVAL, "config %s: line %u: a NUL byte (a text file is wanted)",
+				    ld->path, lineno);
 			break;
 		}
 		end = c && (c == line || c[-1] != '\\') ? c : line + len;

@@ -172,6 +172,34 @@ static void walk_payload(const struct gw_hdr *h, const uint8_t *payload)
 	free(pl);
 }
 
+static bool same_hdr(const struct gw_hdr *a, const struct gw_hdr *b)
+{
+	return a->type == b->type && a->src_node == b->src_node && a->dst_node == b->dst_node &&
+	       a->lane == b->lane && a->nrec == b->nrec && a->epoch == b->epoch &&
+	       a->seq == b->seq && a->base == b->base && a->len == b->len;
+}
+
+/*
+ * Port RX's other readers of the same bytes: the peek (a parallel port's
+ * copies) and the parse of an [auth]-proved frame skip only the CRC, so
+ * each says what gw_wire_parse says of everything else.
+ */
+static void variants_agree(const uint8_t *f, size_t len, int rc, const struct gw_hdr *h,
+			   const uint8_t *pl)
+{
+	struct gw_hdr ph, ah;
+	const uint8_t *apl = NULL;
+	int want = rc == GW_EWIRE_CRC ? 0 : rc;
+	int prc = gw_wire_peek(f, len, FZ_PORT, &ph);
+	int arc = gw_wire_parse_authentic(f, len, FZ_PORT, &ah, &apl, NULL);
+
+	CHECK(prc == want && arc == want);
+	if (rc == 0)
+		CHECK(same_hdr(&ph, h) && same_hdr(&ah, h) && apl == pl);
+	else if (want == 0)
+		CHECK(same_hdr(&ph, &ah));
+}
+
 /*
  * gw_wire_parse plus what it promises: one of its four codes, nothing handed
  * out on failure; on success a payload inside the frame, then the walk.
@@ -185,6 +213,7 @@ static int parse_checked(const uint8_t *f, size_t len, struct gw_hdr *h, struct 
 	if (src)
 		memset(src, 0xa5, sizeof(*src));
 	int rc = gw_wire_parse(f, len, FZ_PORT, h, &pl, src);
+	variants_agree(f, len, rc, h, pl);
 	CHECK(gw_wire_strerror(rc) != NULL);
 	if (rc) {
 		CHECK(rc == GW_EWIRE_SHORT || rc == GW_EWIRE_NOTGW || rc == GW_EWIRE_VERSION ||

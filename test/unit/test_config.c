@@ -16,16 +16,30 @@
 
 static char err[1024];
 
-/* Write text to a new file under /tmp; the caller unlinks it. */
-static void tmp_ini(char path[TMP_PATH_LEN], const char *text)
+/* Write len bytes of text to a new file under /tmp; the caller unlinks it. */
+static void tmp_ini_n(char path[TMP_PATH_LEN], const char *text, size_t len)
 {
-	size_t len = strlen(text);
-
 	snprintf(path, TMP_PATH_LEN, "/tmp/gw_config_XXXXXX");
 	int fd = mkstemp(path);
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT_FATAL(write(fd, text, len) == (ssize_t)len);
 	close(fd);
+}
+
+static void tmp_ini(char path[TMP_PATH_LEN], const char *text)
+{
+	tmp_ini_n(path, text, strlen(text));
+}
+
+/* Load len bytes as a config file. */
+static int load_bytes(struct gw_config *cfg, const char *text, size_t len)
+{
+	char path[TMP_PATH_LEN];
+
+	tmp_ini_n(path, text, len);
+	int rc = gw_config_load(cfg, path, NULL, 0, NULL, err, sizeof(err));
+	unlink(path);
+	return rc;
 }
 
 /* Load text as a config file, then the overrides. */
@@ -534,9 +548,16 @@ static void test_file_errors(void)
 		       "line 1: '[port' has no closing ']'");
 	assert_refused(load_text(&cfg, "[port]\nmtu =  ; none\n", NULL, 0),
 		       "line 2: 'mtu =' has no value (leave the key out for its default)");
-	char longline[400];
-	snprintf(longline, sizeof(longline), "[port]\n; %0340d\n", 0);
-	assert_refused(load_text(&cfg, longline, NULL, 0), "line 2: longer than");
+	char longline[400]; /* rte_cfgfile takes 322 characters a line */
+	snprintf(longline, sizeof(longline), "[port]\n; %0320d\n", 0);
+	CU_ASSERT_EQUAL(load_text(&cfg, longline, NULL, 0), 0);
+	snprintf(longline, sizeof(longline), "[port]\n; %0321d\n", 0);
+	assert_refused(load_text(&cfg, longline, NULL, 0), "line 2: longer than 322 characters");
+	snprintf(longline, sizeof(longline), "[port]\n; %0320d", 0); /* no newline at the end */
+	CU_ASSERT_EQUAL(load_text(&cfg, longline, NULL, 0), 0);
+	/* rte_cfgfile stops a line at a NUL; the operator is told of it. */
+	static const char nul[] = "[port]\nmtu = 1500\0 junk\n";
+	assert_refused(load_bytes(&cfg, nul, sizeof(nul) - 1), "line 2: a NUL byte");
 
 	assert_refused(load_text(&cfg, "[port]\nmtu = 1500\nmtu = 9000\n", NULL, 0),
 		       "[port] mtu = 9000: set twice");

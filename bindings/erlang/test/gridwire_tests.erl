@@ -199,10 +199,12 @@ outcomes() ->
 %% campaign). Each call returns, or raises badarg; the VM never crashes, and
 %% the gateway serves on. Seeded and logged, so a failure can be replayed.
 nif_terms() ->
-    Seed = case env("GW_NIF_FUZZ_SEED") of false -> erlang:unique_integer([positive]);
+    Seed = case env("GW_NIF_FUZZ_SEED") of false -> erlang:system_time(microsecond) rem 1000000007;
                                            S -> list_to_integer(S) end,
     Secs = case env("GW_NIF_FUZZ_S") of false -> 5; V -> list_to_integer(V) end,
     rand:seed(exsss, Seed),
+    %% Said first: a crash or a hang must not take the seed with it.
+    io:format(user, "  NIF terms: seed ~b, ~b s~n", [Seed, Secs]),
     {ok, C} = gridwire_nif:open(env("GW_SOCK_A"), 7),
     Fns = [{register, 5}, {unregister, 3}, {nodes, 1}, {send, 5}, {cast, 5}, {call, 6},
            {forget, 2}, {respond, 7}, {drain, 2}, {local_node, 1}, {node_up, 2}, {stats, 1},
@@ -211,7 +213,7 @@ nif_terms() ->
     N = nif_terms(C, list_to_tuple(Fns), End, 0),
     gridwire_nif:close(C),
     flush(),
-    io:format(user, "  NIF terms: ~b calls in ~b s (~b/s), seed ~b~n", [N, Secs, N div Secs, Seed]),
+    io:format(user, "  NIF terms: ~b calls in ~b s (~b/s)~n", [N, Secs, N div Secs]),
     ?assert(N > 0),
     ?assertEqual({ok, 4}, gridwire:call(node_b(), <<"echo">>, {echo, 4}, ?T)).
 
@@ -220,8 +222,13 @@ nif_terms(C, Fns, End, N) ->
         true -> N;
         false ->
             {F, Arity} = element(rand:uniform(tuple_size(Fns)), Fns),
+            %% The real channel, where one is wanted, in 80 % of the
+            %% calls with other arguments after it, in 2 % of those with
+            %% none (nodes, stats, local_node): there it leaves nothing to
+            %% decode and costs round trips to the gateway.
+            Pct = case Arity of 1 -> 2; _ -> 80 end,
             Args = [case I =:= 1 andalso F =/= endpoint_id andalso F =/= open andalso
-                            rand:uniform(10) =< 8 of
+                            rand:uniform(100) =< Pct of
                         true -> C;
                         false -> term(3)
                     end || I <- lists:seq(1, Arity)],
