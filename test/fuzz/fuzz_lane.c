@@ -15,13 +15,16 @@
  *     the slot of their seq, and its head is the frame whose seq is next;
  *   - the rx's acks say exactly what it holds, and a tx of the same epoch
  *     accepts them when they are in [una, nxt];
+ *   - with a parallel port's copies tracked, a frame is dropped as another
+ *     member's copy only when the rx holds it or is past it;
  *   - gw_lane_tx_due hands out in-flight frames only, oldest first, never
  *     one sent less than rto_min / 4 ago, always one sent rto_max ago or
  *     more, and nothing twice at one instant; the tx's next deadline is
  *     never later than the earliest frame's (a late one stalls the lane).
  * While nothing was forged ("clean"), end to end:
  *   - nothing lost: the tx releases a frame on an ack only once a copy of it
- *     was delivered (popped) by the rx;
+ *     was delivered (popped) by the rx (a frame given up on a peer's
+ *     timeout is released unacked: its senders are told);
  *   - nothing twice: no frame is delivered twice unless the rx restarted
  *     (or saw a frame of an older sender instance, see deliver());
  *   - at the end, with a perfect link and retransmissions only, the lane
@@ -97,7 +100,9 @@ static struct fz {
 	uint32_t gen;    /* tx instances so far */
 	uint32_t rx_gen; /* tx instance whose epoch the rx follows */
 	bool dirty;      /* something forged: end-to-end checks are off */
+	bool copies;     /* the rx tracks members' copies (a parallel port) */
 	bool dup_ok;     /* rx restart or stale epoch: redelivery is allowed */
+	bool gave_up;    /* the tx abandoned frames: una may pass the rx's next */
 	/* Releases expected from the tx: seqs in [rel_lo, rel_hi); acked or fini. */
 	bool rel_open, rel_acked;
 	uint32_t rel_lo, rel_hi;
@@ -258,7 +263,7 @@ FZ_ORACLE static void check_all(bool walk)
 	 * restarted rx may start below una (from a retransmission's base), which
 	 * only the drain can judge.
 	 */
-	if (!z.dirty && !z.dup_ok && rx->active && rx->epoch == tx->epoch)
+	if (!z.dirty && !z.dup_ok && !z.gave_up && rx->active && rx->epoch == tx->epoch)
 		CHECK(!seq_before(rx->next, tx->una));
 }
 
@@ -285,8 +290,11 @@ static void tx_setup(struct fz_in *in, uint32_t epoch)
 static void rx_setup(uint8_t w)
 {
 	CHECK(gw_lane_rx_init(&z.rx, 1u << (w % 9), fz_release, &z.rx) == 0);
+	z.copies = w & 0x80;
+	if (z.copies)
+		CHECK(gw_lane_rx_track_copies(&z.rx) == 0);
 	z.prev_active = false;
-	TRACE("rx init win %u\n", z.rx.win);
+	TRACE("rx init win %u%s\n", z.rx.win, z.copies ? ", copies tracked" : "");
 }
 
 static void tx_fini(void)
@@ -337,9 +345,33 @@ static void op_push(unsigned n, bool lost)
  * Offer the rx a copy of frame o (a tx frame), or a forged header when o is
  * NULL, and check the verdict against what the rules say it must be.
  */
-static void rx_offer(const struct fz_frame *o, const struct gw_hdr *h, unsigned limit)
+/*
+ * A parallel port asks first whether a frame is another member's copy, and
+ * drops it unchecked if so: only ever one the lane no longer needs (before
+ * next, which never moves back) or holds now.
+ */
+static bool rx_redundant(const struct gw_hdr *h, unsigned member)
 {
 	struct gw_lane_rx *rx = &z.rx;
+
+	if (!gw_lane_rx_redundant(rx, h->epoch, h->seq, member)) {
+		CHECK(z.copies || rx->redundant == 0);
+		return false;
+	}
+	void *slot = rx->held[h->seq & (rx->win - 1)];
+	CHECK(z.copies && rx->active && rx->epoch == h->epoch);
+	CHECK(seq_before(h->seq, rx->next) ||
+	      (h->seq - rx->next < rx->win && slot && fz_frame_of(slot)->seq == h->seq));
+	TRACE("seq %u on member %u: redundant\n", h->seq, member);
+	return true;
+}
+
+static void rx_offer(const struct fz_frame *o, const struct gw_hdr *h, unsigned limit,
+		     unsigned member)
+{
+	struct gw_lane_rx *rx = &z.rx;
+	if (rx_redundant(h, member))
+		return;
 	struct fz_frame *c = fz_alloc(limit);
 	if (!c)
 		return;
@@ -360,19 +392,22 @@ static void rx_offer(const struct fz_frame *o, const struct gw_hdr *h, unsigned 
 		rx->cursor = 0x5eed; /* a new head must start at record 0 */
 
 	z.pop_expect = NULL;
-	enum gw_lane_rx_verdict v = gw_lane_rx_accept(rx, h, c);
+	enum gw_lane_rx_verdict v = gw_lane_rx_accept_on(rx, h, c, member);
+	/* A copy another member brought first: a duplicate that asks no ack. */
+	bool dup = v == GW_RX_DUP || (v == GW_RX_REDUNDANT && z.copies);
 	TRACE("offer seq %u base %u epoch %08x%s -> %d, next %u\n", h->seq, h->base, h->epoch,
 	      o ? "" : " (forged)", v, rx->next);
 	CHECK(rx->active && rx->epoch == h->epoch && rx->next == next);
 	CHECK(!moved || rx->cursor == 0);
 	void *slot = rx->held[h->seq & (rx->win - 1)];
 	if (seq_before(h->seq, next)) {
-		CHECK(v == GW_RX_DUP && rx->ack_due);
+		CHECK(dup && (rx->ack_due || v == GW_RX_REDUNDANT));
 	} else if (h->seq - next >= rx->win) {
 		CHECK(v == GW_RX_BEYOND);
-	} else if (v == GW_RX_DUP) {
+	} else if (dup) {
 		/* Already held: the slot has the earlier copy of the same seq. */
-		CHECK(slot && slot != c && fz_frame_of(slot)->seq == h->seq && rx->ack_due);
+		CHECK(slot && slot != c && fz_frame_of(slot)->seq == h->seq &&
+		      (rx->ack_due || v == GW_RX_REDUNDANT));
 	} else {
 		CHECK(v == GW_RX_STORED && slot == c && rx->ack_due);
 	}
@@ -384,7 +419,7 @@ static void rx_offer(const struct fz_frame *o, const struct gw_hdr *h, unsigned 
 	}
 }
 
-static void deliver(const struct fz_frame *o, unsigned limit)
+static void deliver(const struct fz_frame *o, unsigned limit, unsigned member)
 {
 	struct gw_hdr h = {
 		.type = GW_FT_DATA, .epoch = o->epoch, .seq = o->seq, .base = o->base,
@@ -400,10 +435,10 @@ static void deliver(const struct fz_frame *o, unsigned limit)
 		TRACE("stale epoch (gen %u < %u)\n", o->gen, z.rx_gen);
 		z.dup_ok = true;
 	}
-	rx_offer(o, &h, limit);
+	rx_offer(o, &h, limit, member);
 }
 
-static void op_deliver(struct fz_in *in, bool keep)
+static void op_deliver(struct fz_in *in, bool keep, unsigned member)
 {
 	if (!z.nlink)
 		return;
@@ -412,7 +447,33 @@ static void op_deliver(struct fz_in *in, bool keep)
 	/* Taking one from the middle is reordering; keeping it, duplication. */
 	if (!keep)
 		z.link[i] = z.link[--z.nlink];
-	deliver(o, FZ_OPS_FRAMES);
+	deliver(o, FZ_OPS_FRAMES, member);
+}
+
+/*
+ * The peer timed out: the oldest n frames in flight given up, as the worker
+ * does (their senders told). Each is released once, not as acked; the
+ * next frames' base then moves the rx past them, which the drain checks.
+ */
+static void op_abandon(unsigned n)
+{
+	struct gw_lane_tx *tx = &z.tx;
+	void *p;
+
+	while (n-- && (p = gw_lane_tx_oldest(tx))) {
+		struct fz_frame *f = fz_frame_of(p);
+		uint32_t una = tx->una;
+		CHECK(f->seq == una && f->owner == FZ_TX);
+		z.rel_open = true;
+		z.rel_acked = false;
+		z.rel_lo = una;
+		z.rel_hi = una + 1;
+		gw_lane_tx_abandon(tx);
+		z.rel_open = false;
+		CHECK(f->owner == FZ_GONE && tx->una == una + 1);
+		z.gave_up = true;
+		TRACE("abandon seq %u\n", una);
+	}
 }
 
 static void op_pop(unsigned n)
@@ -571,7 +632,7 @@ static void op_forged_hdr(struct fz_in *in, unsigned arg)
 	h.seq = (arg & 4) ? rd32(in) : rx->next + (uint32_t)(int8_t)rd8(in);
 	h.base = (arg & 8) ? rd32(in) : rx->next + (uint32_t)(int8_t)rd8(in);
 	z.dirty = true;
-	rx_offer(NULL, &h, FZ_OPS_FRAMES);
+	rx_offer(NULL, &h, FZ_OPS_FRAMES, 0);
 }
 
 static void op_due(struct fz_in *in, unsigned max)
@@ -658,7 +719,7 @@ static void drain(void)
 				continue;
 			if (z.npool == FZ_FRAMES)
 				return;
-			deliver(f, FZ_FRAMES);
+			deliver(f, FZ_FRAMES, 0);
 		}
 		op_pop(UINT32_MAX);
 		struct gw_ack a;
@@ -710,7 +771,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 2:
 		case 3:
-			op_deliver(&in, arg & 1);
+			op_deliver(&in, arg & 1, arg >> 1 & 3); /* the member it came in on */
 			break;
 		case 4:
 			op_pop(arg + 1);
@@ -754,7 +815,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			z.dup_ok = true;
 			break;
 		default:
-			z.rx.cursor = rd32(&in) | 1; /* partway through the head frame */
+			if (arg >= 12)
+				op_abandon(arg - 11);
+			else
+				z.rx.cursor = rd32(&in) | 1; /* partway through the head frame */
 			break;
 		}
 		check_all(z.ops % 4 == 0 || !in.n);

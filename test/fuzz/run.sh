@@ -170,6 +170,10 @@ elif target == 'lane':
     seeds['clean'] = head + ops
     # and with a receiver restart in the middle
     seeds['rx-restart'] = head + ops[:13] + b'\x0e\x02' + ops[13:]
+    # a parallel port (rx win byte with bit 7: copies tracked): each frame
+    # delivered and kept on member 0, then brought again by member 1
+    par = bytes([0x30, 0x12, 0, 0x12, 0, 0x22, 0, 0x22, 1, 0x22, 0, 0x22, 0, 0x04, 0x05, 0x06, 0])
+    seeds['parallel'] = head[:-1] + b'\x83' + par
 if target == 'auth':
     # mode byte (bit 7: encrypt), then per mode: 0 a frame as received;
     # 1 type, lane, seq, base, edit, at, value, payload; 2 a key file
