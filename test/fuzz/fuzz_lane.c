@@ -15,8 +15,9 @@
  *     the slot of their seq, and its head is the frame whose seq is next;
  *   - the rx's acks say exactly what it holds, and a tx of the same epoch
  *     accepts them when they are in [una, nxt];
- *   - with a parallel port's copies tracked, a frame is dropped as another
- *     member's copy only when the rx holds it or is past it;
+ *   - with a parallel port's copies tracked (up to 8 members), a frame is
+ *     dropped as another member's copy only when the rx holds it or is past
+ *     it;
  *   - gw_lane_tx_due hands out in-flight frames only, oldest first, never
  *     one sent less than rto_min / 4 ago, always one sent rto_max ago or
  *     more, and nothing twice at one instant; the tx's next deadline is
@@ -102,7 +103,8 @@ static struct fz {
 	bool dirty;      /* something forged: end-to-end checks are off */
 	bool copies;     /* the rx tracks members' copies (a parallel port) */
 	bool dup_ok;     /* rx restart or stale epoch: redelivery is allowed */
-	bool gave_up;    /* the tx abandoned frames: una may pass the rx's next */
+	bool gave_up;    /* the tx abandoned frames: una may pass the rx's next, */
+	uint32_t ab_lo;  /* but not una before the first of them */
 	/* Releases expected from the tx: seqs in [rel_lo, rel_hi); acked or fini. */
 	bool rel_open, rel_acked;
 	uint32_t rel_lo, rel_hi;
@@ -125,10 +127,11 @@ static void fz_dump(void)
 {
 	fprintf(stderr,
 		"fuzz_lane: after %u ops: now %llu tx epoch %08x una %u nxt %u win %u | rx %s "
-		"epoch %08x next %u win %u | gen %u rx_gen %u dirty %d dup_ok %d\n",
+		"epoch %08x next %u win %u%s | gen %u rx_gen %u dirty %d dup_ok %d gave_up %d "
+		"(from %u)\n",
 		z.ops, (unsigned long long)z.now, z.tx.epoch, z.tx.una, z.tx.nxt, z.tx.win,
-		z.rx.active ? "active" : "idle", z.rx.epoch, z.rx.next, z.rx.win, z.gen,
-		z.rx_gen, z.dirty, z.dup_ok);
+		z.rx.active ? "active" : "idle", z.rx.epoch, z.rx.next, z.rx.win,
+		z.copies ? " copies" : "", z.gen, z.rx_gen, z.dirty, z.dup_ok, z.gave_up, z.ab_lo);
 }
 
 
@@ -219,6 +222,8 @@ FZ_ORACLE static void check_all(bool walk)
 
 	CHECK(inflight <= tx->win);
 	CHECK(gw_lane_tx_open(tx) == (inflight < tx->win));
+	/* In [una, nxt] while anything is in flight (pinned again on a push). */
+	CHECK(!inflight || tx->sack_hi - tx->una <= inflight);
 	CHECK(z.tx_live == inflight);
 	for (uint32_t seq = tx->una; walk && seq != tx->nxt; seq++) {
 		struct fz_frame *f = &pool[z.tx_ring[seq & (tx->win - 1)]];
@@ -261,10 +266,14 @@ FZ_ORACLE static void check_all(bool walk)
 	/*
 	 * Clean: the tx never counts as acked what the rx has not delivered. A
 	 * restarted rx may start below una (from a retransmission's base), which
-	 * only the drain can judge.
+	 * only the drain can judge. Frames given up let una pass next, until a
+	 * later frame's base moves next past them.
 	 */
-	if (!z.dirty && !z.dup_ok && !z.gave_up && rx->active && rx->epoch == tx->epoch)
-		CHECK(!seq_before(rx->next, tx->una));
+	if (!z.dirty && !z.dup_ok && rx->active && rx->epoch == tx->epoch) {
+		if (z.gave_up && !seq_before(rx->next, tx->una))
+			z.gave_up = false;
+		CHECK(!seq_before(rx->next, z.gave_up ? z.ab_lo : tx->una));
+	}
 }
 
 static void tx_setup(struct fz_in *in, uint32_t epoch)
@@ -366,11 +375,13 @@ static bool rx_redundant(const struct gw_hdr *h, unsigned member)
 	return true;
 }
 
+/* ask: as port RX on the lane's own lcore does; a frame handed to the
+ * lane's receiver from another lcore goes straight to the accept. */
 static void rx_offer(const struct fz_frame *o, const struct gw_hdr *h, unsigned limit,
-		     unsigned member)
+		     unsigned member, bool ask)
 {
 	struct gw_lane_rx *rx = &z.rx;
-	if (rx_redundant(h, member))
+	if (ask && rx_redundant(h, member))
 		return;
 	struct fz_frame *c = fz_alloc(limit);
 	if (!c)
@@ -419,7 +430,7 @@ static void rx_offer(const struct fz_frame *o, const struct gw_hdr *h, unsigned 
 	}
 }
 
-static void deliver(const struct fz_frame *o, unsigned limit, unsigned member)
+static void deliver(const struct fz_frame *o, unsigned limit, unsigned member, bool ask)
 {
 	struct gw_hdr h = {
 		.type = GW_FT_DATA, .epoch = o->epoch, .seq = o->seq, .base = o->base,
@@ -435,19 +446,20 @@ static void deliver(const struct fz_frame *o, unsigned limit, unsigned member)
 		TRACE("stale epoch (gen %u < %u)\n", o->gen, z.rx_gen);
 		z.dup_ok = true;
 	}
-	rx_offer(o, &h, limit, member);
+	rx_offer(o, &h, limit, member, ask);
 }
 
 static void op_deliver(struct fz_in *in, bool keep, unsigned member)
 {
 	if (!z.nlink)
 		return;
-	unsigned i = rd8(in) % z.nlink;
+	uint8_t b = rd8(in);
+	unsigned i = (b & 0x7f) % z.nlink;
 	const struct fz_frame *o = &pool[z.link[i]];
 	/* Taking one from the middle is reordering; keeping it, duplication. */
 	if (!keep)
 		z.link[i] = z.link[--z.nlink];
-	deliver(o, FZ_OPS_FRAMES, member);
+	deliver(o, FZ_OPS_FRAMES, member, !(b & 0x80));
 }
 
 /*
@@ -471,6 +483,8 @@ static void op_abandon(unsigned n)
 		gw_lane_tx_abandon(tx);
 		z.rel_open = false;
 		CHECK(f->owner == FZ_GONE && tx->una == una + 1);
+		if (!z.gave_up)
+			z.ab_lo = una;
 		z.gave_up = true;
 		TRACE("abandon seq %u\n", una);
 	}
@@ -632,7 +646,7 @@ static void op_forged_hdr(struct fz_in *in, unsigned arg)
 	h.seq = (arg & 4) ? rd32(in) : rx->next + (uint32_t)(int8_t)rd8(in);
 	h.base = (arg & 8) ? rd32(in) : rx->next + (uint32_t)(int8_t)rd8(in);
 	z.dirty = true;
-	rx_offer(NULL, &h, FZ_OPS_FRAMES, 0);
+	rx_offer(NULL, &h, FZ_OPS_FRAMES, 0, true);
 }
 
 static void op_due(struct fz_in *in, unsigned max)
@@ -719,7 +733,7 @@ static void drain(void)
 				continue;
 			if (z.npool == FZ_FRAMES)
 				return;
-			deliver(f, FZ_FRAMES, 0);
+			deliver(f, FZ_FRAMES, 0, true);
 		}
 		op_pop(UINT32_MAX);
 		struct gw_ack a;
@@ -771,7 +785,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 2:
 		case 3:
-			op_deliver(&in, arg & 1, arg >> 1 & 3); /* the member it came in on */
+			op_deliver(&in, arg & 1, arg >> 1); /* the member it came in on */
 			break;
 		case 4:
 			op_pop(arg + 1);
@@ -807,6 +821,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			/* The sender restarts: a new epoch, all in flight dropped. */
 			tx_fini();
 			tx_setup(&in, z.tx.epoch + 1 + arg);
+			z.gave_up = false; /* a new instance gave nothing up */
 			break;
 		case 14:
 			/* The receiver restarts: it can no longer know what it delivered. */

@@ -170,10 +170,14 @@ elif target == 'lane':
     seeds['clean'] = head + ops
     # and with a receiver restart in the middle
     seeds['rx-restart'] = head + ops[:13] + b'\x0e\x02' + ops[13:]
-    # a parallel port (rx win byte with bit 7: copies tracked): each frame
-    # delivered and kept on member 0, then brought again by member 1
-    par = bytes([0x30, 0x12, 0, 0x12, 0, 0x22, 0, 0x22, 1, 0x22, 0, 0x22, 0, 0x04, 0x05, 0x06, 0])
-    seeds['parallel'] = head[:-1] + b'\x83' + par
+    # a parallel port (rx win byte with bit 7: copies tracked, window 8):
+    # four frames delivered and kept on member 0, then brought again by
+    # member 1; pop all, ack
+    par = bytes([0x30, 0x12, 0, 0x12, 1, 0x12, 2, 0x12, 3, 0x22, 0, 0x22, 0, 0x22, 0, 0x22, 0,
+                 0x34, 0x05, 0x06, 0])
+    seeds['parallel'] = head[:-1] + b'\x8a' + par
+    # a peer's timeout: four sent, one delivered, two given up, four more
+    seeds['give-up'] = head + bytes([0x30, 0x02, 0, 0xdf, 0x30, 0x02, 0, 0x02, 0, 0x04, 0x05, 0x06, 0])
 if target == 'auth':
     # mode byte (bit 7: encrypt), then per mode: 0 a frame as received;
     # 1 type, lane, seq, base, edit, at, value, payload; 2 a key file
