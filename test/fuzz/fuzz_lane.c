@@ -306,12 +306,19 @@ static void rx_setup(uint8_t w)
 	TRACE("rx init win %u%s\n", z.rx.win, z.copies ? ", copies tracked" : "");
 }
 
-static void tx_fini(void)
+/* The tx may release seqs [lo, hi) now (acked: only delivered ones), until
+ * rel_open is cleared. */
+static void rel_expect(uint32_t lo, uint32_t hi, bool acked)
 {
 	z.rel_open = true;
-	z.rel_acked = false;
-	z.rel_lo = z.tx.una;
-	z.rel_hi = z.tx.nxt;
+	z.rel_acked = acked;
+	z.rel_lo = lo;
+	z.rel_hi = hi;
+}
+
+static void tx_fini(void)
+{
+	rel_expect(z.tx.una, z.tx.nxt, false);
 	gw_lane_tx_fini(&z.tx);
 	z.rel_open = false;
 	CHECK(z.tx_live == 0);
@@ -476,10 +483,7 @@ static void op_abandon(unsigned n)
 		struct fz_frame *f = fz_frame_of(p);
 		uint32_t una = tx->una;
 		CHECK(f->seq == una && f->owner == FZ_TX);
-		z.rel_open = true;
-		z.rel_acked = false;
-		z.rel_lo = una;
-		z.rel_hi = una + 1;
+		rel_expect(una, una + 1, false);
 		gw_lane_tx_abandon(tx);
 		z.rel_open = false;
 		CHECK(f->owner == FZ_GONE && tx->una == una + 1);
@@ -567,10 +571,7 @@ static void ack_apply(const struct gw_ack *a, bool forged)
 	if (!forged && !z.dirty && a->acked_epoch == tx->epoch)
 		CHECK(!seq_before(tx->nxt, a->cum));
 
-	z.rel_open = true;
-	z.rel_acked = true;
-	z.rel_lo = una;
-	z.rel_hi = ok ? a->cum : una;
+	rel_expect(una, ok ? a->cum : una, true);
 	z.tx_released = 0;
 	int rc = gw_lane_tx_ack(tx, a, z.now);
 	z.rel_open = false;

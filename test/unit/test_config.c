@@ -31,26 +31,21 @@ static void tmp_ini(char path[TMP_PATH_LEN], const char *text)
 	tmp_ini_n(path, text, strlen(text));
 }
 
-/* Load len bytes as a config file. */
-static int load_bytes(struct gw_config *cfg, const char *text, size_t len)
+/* Load len bytes as a config file, then the overrides. */
+static int load_bytes(struct gw_config *cfg, const char *text, size_t len, char *const *ovr,
+		      unsigned n)
 {
 	char path[TMP_PATH_LEN];
 
 	tmp_ini_n(path, text, len);
-	int rc = gw_config_load(cfg, path, NULL, 0, NULL, err, sizeof(err));
+	int rc = gw_config_load(cfg, path, ovr, n, NULL, err, sizeof(err));
 	unlink(path);
 	return rc;
 }
 
-/* Load text as a config file, then the overrides. */
 static int load_text(struct gw_config *cfg, const char *text, char *const *ovr, unsigned n)
 {
-	char path[TMP_PATH_LEN];
-
-	tmp_ini(path, text);
-	int rc = gw_config_load(cfg, path, ovr, n, NULL, err, sizeof(err));
-	unlink(path);
-	return rc;
+	return load_bytes(cfg, text, strlen(text), ovr, n);
 }
 
 /* A failed load: -EINVAL and one line of error containing want. */
@@ -557,7 +552,7 @@ static void test_file_errors(void)
 	CU_ASSERT_EQUAL(load_text(&cfg, longline, NULL, 0), 0);
 	/* rte_cfgfile stops a line at a NUL; the operator is told of it. */
 	static const char nul[] = "[port]\nmtu = 1500\0 junk\n";
-	assert_refused(load_bytes(&cfg, nul, sizeof(nul) - 1), "line 2: a NUL byte");
+	assert_refused(load_bytes(&cfg, nul, sizeof(nul) - 1, NULL, 0), "line 2: a NUL byte");
 
 	assert_refused(load_text(&cfg, "[port]\nmtu = 1500\nmtu = 9000\n", NULL, 0),
 		       "[port] mtu = 9000: set twice");
