@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The receiver role: see gw_receiver.h. */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -97,16 +99,57 @@ static bool dest_hold(struct gw_receiver *rv, struct gw_client *cl)
 }
 
 #define GW_PUBLISH_RECS 512 /* records delivered before the clients are shown them */
+#define GW_WAKE_NS 200000   /* how long a sleeping client may be left asleep with messages */
 
-/* Show the clients what was delivered into them, one fence for all. */
-static void publish_all(struct gw_receiver *rv)
+/*
+ * Wake the clients shown messages and not yet woken for them. Looked up by
+ * id: one that left since is skipped.
+ */
+static void wake_all(struct gw_receiver *rv)
 {
 	struct gw_chan *cs[GW_RECEIVER_UNPUB];
-	for (unsigned i = 0; i < rv->nunpub; i++) {
-		cs[i] = &rv->unpub[i]->chan;
-		rv->unpub[i]->rx[rv->id].unpublished = false;
+	unsigned n = 0;
+	for (unsigned i = 0; i < rv->nunwoken; i++) {
+		struct gw_client *cl = gw_control_find_client(rv->ctl, rv->unwoken[i]);
+		if (cl)
+			cs[n++] = &cl->chan;
 	}
-	gw_chan_publish_set(cs, rv->nunpub, rv->id);
+	gw_chan_publish_set(cs, n, rv->id, true);
+	rv->nunwoken = 0;
+	rv->wake_due = false;
+}
+
+/*
+ * Show the clients what was delivered into them. A client asleep on
+ * another CPU is woken now, as one that polls sees it now. One asleep on
+ * this lcore's CPU is left asleep until gw_receiver_step says: each wake
+ * there switches to it for a few hundred messages and back.
+ */
+static void show_all(struct gw_receiver *rv)
+{
+	struct gw_chan *now[GW_RECEIVER_UNPUB], *later[GW_RECEIVER_UNPUB];
+	unsigned nnow = 0, nlater = 0;
+	for (unsigned i = 0; i < rv->nunpub; i++) {
+		struct gw_client *cl = rv->unpub[i];
+		cl->rx[rv->id].unpublished = false;
+		if (!gw_chan_rx_sleeps_on(&cl->chan, rv->cpu)) {
+			now[nnow++] = &cl->chan;
+			continue;
+		}
+		later[nlater++] = &cl->chan;
+		unsigned k = 0;
+		while (k < rv->nunwoken && rv->unwoken[k] != cl->chan_id)
+			k++;
+		if (k < rv->nunwoken)
+			continue;
+		if (rv->nunwoken == GW_RECEIVER_UNPUB)
+			wake_all(rv);
+		if (!rv->nunwoken)
+			rv->unwoken_ns = rv->now;
+		rv->unwoken[rv->nunwoken++] = cl->chan_id;
+	}
+	gw_chan_publish_set(later, nlater, rv->id, false);
+	gw_chan_publish_set(now, nnow, rv->id, true);
 	rv->nunpub = 0;
 	rv->unpub_recs = 0;
 }
@@ -120,7 +163,7 @@ static void unpublished(struct gw_receiver *rv, struct gw_client *cl)
 	if (cl->rx[rv->id].unpublished)
 		return;
 	if (rv->nunpub == GW_RECEIVER_UNPUB)
-		publish_all(rv);
+		show_all(rv);
 	cl->rx[rv->id].unpublished = true;
 	rv->unpub[rv->nunpub++] = cl;
 }
@@ -287,10 +330,12 @@ static bool deliver_frame(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 		*held_ns = 0;
 		*work = true;
 	}
+	if (!done)
+		rv->wake_due = true; /* whoever it waits for may sleep */
 	if (more < 0)
 		rv->st->bad_frames++; /* CRC-valid but malformed: skip the rest */
 	if (rv->unpub_recs >= GW_PUBLISH_RECS)
-		publish_all(rv);
+		show_all(rv);
 	return done;
 }
 
@@ -378,6 +423,7 @@ static bool take_handoffs(struct gw_receiver *rv)
 bool gw_receiver_step(struct gw_receiver *rv, uint64_t now)
 {
 	rv->now = now;
+	rv->cpu = (unsigned)sched_getcpu();
 	bool work = take_handoffs(rv);
 	/* Urgent lanes first: their records go ahead of bulk frames that
 	 * came in the same burst. */
@@ -385,7 +431,13 @@ bool gw_receiver_step(struct gw_receiver *rv, uint64_t now)
 	work |= deliver_lanes(rv, 0, GW_LANES_MAX);
 	work |= deliver_loops(rv);
 	if (rv->nunpub)
-		publish_all(rv);
+		show_all(rv);
+	/* Clients asleep on this CPU are woken when there is no more to
+	 * deliver (this lcore is about to let them run), when a frame is held
+	 * (one of them may have to read for the lane to move), or when the
+	 * oldest message left waiting is GW_WAKE_NS old. */
+	if (rv->nunwoken && (!work || rv->wake_due || now - rv->unwoken_ns >= GW_WAKE_NS))
+		wake_all(rv);
 	return work;
 }
 

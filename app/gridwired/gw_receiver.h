@@ -37,7 +37,7 @@ struct gw_loop {
 	uint64_t held_ns;
 };
 
-#define GW_RECEIVER_UNPUB 64 /* clients awaiting a publish */
+#define GW_RECEIVER_UNPUB 64 /* clients awaiting a publish, or a wake */
 
 /* One per receiver, in an array: each starts a cache line of its own. */
 struct gw_receiver {
@@ -54,11 +54,19 @@ struct gw_receiver {
 	struct rte_ring *handoff[GW_RECEIVERS_MAX]; /* in, from each other receiver's lcore */
 	unsigned nhandoff;
 	uint64_t now;
+	unsigned cpu; /* the CPU this step runs on */
 	/* Clients delivered into and not yet shown (gw_chan_publish_set): one
 	 * publish per client per run of frames, not per run of records. */
 	struct gw_client *unpub[GW_RECEIVER_UNPUB];
 	unsigned nunpub;
-	unsigned unpub_recs; /* records delivered since the last publish */
+	unsigned unpub_recs; /* records delivered since the clients were last shown them */
+	/* Clients asleep on this CPU, shown messages and not yet woken for
+	 * them, by id (one may leave between steps); since when the oldest
+	 * waits; and whether a held frame waits for one of them. */
+	uint16_t unwoken[GW_RECEIVER_UNPUB];
+	unsigned nunwoken;
+	uint64_t unwoken_ns;
+	bool wake_due;
 	/* when each node was last heard on this lcore's queues (the peers role reads it) */
 	alignas(64) uint64_t heard[GW_MAX_NODES];
 };

@@ -51,6 +51,7 @@
 
 #define GW_CHAN_MAGIC 0x4e414843u /* "CHAN" */
 #define GW_CHAN_VERSION 4
+#define GW_CHAN_CPU_ANY UINT32_MAX /* rx_wait_cpu before the client sleeps */
 #define GW_MAX_NODES 256
 #define GW_CHAN_BURST 32
 #define GW_CHAN_RX_MAX 8 /* RX parts: one per receiver lcore */
@@ -113,6 +114,10 @@ struct gw_chan_shm {
 	struct gw_chan_tx_tail tx_tail[GW_CLASSES];
 	alignas(64) volatile uint32_t tx_wait; /* the client waits for room in any class */
 	alignas(64) volatile uint32_t rx_wait; /* the client sleeps on any part */
+	/* The CPU the client last went to sleep on for RX (GW_CHAN_CPU_ANY
+	 * until it has): a hint, in what was padding, so clients that leave
+	 * it alone still work. */
+	volatile uint32_t rx_wait_cpu;
 	struct gw_chan_rx_tail rx_tail[GW_CHAN_RX_MAX];
 };
 
@@ -244,6 +249,13 @@ void gw_chan_consume(struct gw_chan *c, unsigned cls, unsigned n);
  */
 int gw_chan_deliver(struct gw_chan *c, unsigned part, struct gw_chan_desc d, const void *data);
 
+/*
+ * Did the client last go to sleep for RX on CPU cpu? A receiver on that
+ * CPU may leave it asleep while it has more to deliver: waking it there
+ * switches to it for a few messages and back. Its word, so only a hint.
+ */
+bool gw_chan_rx_sleeps_on(const struct gw_chan *c, unsigned cpu);
+
 /* Has the client read RX part `part` down to half (descriptors and bytes)? */
 bool gw_chan_rx_below_half(const struct gw_chan *c, unsigned part);
 
@@ -260,8 +272,12 @@ uint32_t gw_chan_rx_read_pos(const struct gw_chan *c, unsigned part);
  * if it sleeps (gw_chan_publish_set: several channels at once). */
 void gw_chan_publish(struct gw_chan *c, unsigned part);
 
-/* gw_chan_publish of part `part` of n channels, with one fence for all. */
-void gw_chan_publish_set(struct gw_chan *const *cs, unsigned n, unsigned part);
+/* gw_chan_publish of part `part` of n channels, with one fence for all.
+ * With wake false it only shows: a client that polls sees the messages,
+ * one that sleeps is not woken, so a later call with wake true must come
+ * (a receiver that keeps a sleeping client on its own core asleep while
+ * it has more to deliver saves a switch to it and back per run). */
+void gw_chan_publish_set(struct gw_chan *const *cs, unsigned n, unsigned part, bool wake);
 
 /* Wake a sleeping client with nothing new to read (a node went down). */
 void gw_chan_wake(struct gw_chan *c);

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -232,6 +233,10 @@ bool gw_chan_arm(struct gw_chan *c, bool for_tx)
 {
 	volatile uint32_t *flag = for_tx ? &c->shm->tx_wait : &c->shm->rx_wait;
 	rx_publish(c);
+	if (!for_tx) {
+		int cpu = sched_getcpu();
+		c->shm->rx_wait_cpu = cpu < 0 ? GW_CHAN_CPU_ANY : (uint32_t)cpu;
+	}
 	*flag = 1;
 	/* Pairs with the gateway's fence: it sees the flag or we see its work. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);

@@ -135,6 +135,7 @@ int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
 	s->rx_arena_size = p->arena_size;
 	memcpy(s->rx, rx, sizeof(rx[0]) * p->rx_parts);
 	s->version = GW_CHAN_VERSION;
+	s->rx_wait_cpu = GW_CHAN_CPU_ANY;
 	__atomic_store_n(&s->magic, GW_CHAN_MAGIC, __ATOMIC_RELEASE);
 	return 0;
 fail:
@@ -318,6 +319,11 @@ unsigned gw_chan_rx_fill_permille(const struct gw_chan *c, unsigned part)
 	return m > 1000 ? 1000 : (unsigned)m;
 }
 
+bool gw_chan_rx_sleeps_on(const struct gw_chan *c, unsigned cpu)
+{
+	return c->shm->rx_wait_cpu == cpu;
+}
+
 uint32_t gw_chan_rx_read_pos(const struct gw_chan *c, unsigned part)
 {
 	return __atomic_load_n(&c->rx[part].ring->cons.tail, __ATOMIC_ACQUIRE);
@@ -342,10 +348,10 @@ void gw_chan_wake(struct gw_chan *c)
 
 void gw_chan_publish(struct gw_chan *c, unsigned part)
 {
-	gw_chan_publish_set(&c, 1, part);
+	gw_chan_publish_set(&c, 1, part, true);
 }
 
-void gw_chan_publish_set(struct gw_chan *const *cs, unsigned n, unsigned part)
+void gw_chan_publish_set(struct gw_chan *const *cs, unsigned n, unsigned part, bool wake)
 {
 	/* One store per run: the client polls this cache line, so a store
 	 * per message would pull it back and forth for every message. */
@@ -354,6 +360,8 @@ void gw_chan_publish_set(struct gw_chan *const *cs, unsigned n, unsigned part)
 		x->ring->prod.head = x->pos;
 		__atomic_store_n(&x->ring->prod.tail, x->pos, __ATOMIC_RELEASE);
 	}
+	if (!wake)
+		return;
 	/* Pairs with the fence in gw_chan_wait, as in gw_chan_wake. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (unsigned i = 0; i < n; i++)

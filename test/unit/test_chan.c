@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -391,6 +392,43 @@ static int serve(struct gw_ctl_peer *p, uint32_t op, uint32_t arg, const char *n
 	return m.status;
 }
 
+/* Is the client's RX eventfd signalled (read without blocking)? */
+static bool rx_signalled(const struct gw_chan *cl)
+{
+	struct pollfd p = { .fd = cl->efd_rx, .events = POLLIN };
+	return poll(&p, 1, 0) == 1;
+}
+
+/* A receiver may show deliveries without waking a client that sleeps on
+ * its own CPU, which it can tell; a later publish with a wake wakes it. */
+static void test_show_then_wake(void)
+{
+	struct gw_chan gw, cl;
+	pair(&gw, &cl, &small);
+	int cpu = sched_getcpu();
+	CU_ASSERT_FATAL(cpu >= 0);
+	/* Before the client has slept, on no CPU. */
+	CU_ASSERT(!gw_chan_rx_sleeps_on(&gw, (unsigned)cpu));
+	CU_ASSERT(!gw_chan_arm(&cl, false)); /* nothing to read: it would sleep */
+	CU_ASSERT(gw_chan_rx_sleeps_on(&gw, (unsigned)cpu));
+	CU_ASSERT(!gw_chan_rx_sleeps_on(&gw, (unsigned)cpu + 1));
+	struct gw_chan_desc d = { .len = 3, .node = 9, .ep = 42, .chan = 5, .kind = 1 };
+	CU_ASSERT(gw_chan_deliver(&gw, 0, d, "abc") == 0);
+	struct gw_chan *set[1] = { &gw };
+	gw_chan_publish_set(set, 1, 0, false);
+	/* Shown: a client that polls reads it; the sleeper was not woken. */
+	CU_ASSERT(!rx_signalled(&cl));
+	CU_ASSERT(gw_chan_rx_ready(&cl));
+	gw_chan_publish_set(set, 1, 0, true);
+	CU_ASSERT(rx_signalled(&cl));
+	CU_ASSERT_EQUAL(gw_chan_wait(&cl, false, 0), 0); /* ready: no sleep */
+	struct gw_chan_desc r;
+	const uint8_t *data;
+	CU_ASSERT_EQUAL(gw_chan_recv(&cl, &r, &data), 3);
+	gw_chan_close(&cl);
+	gw_chan_close(&gw);
+}
+
 static void test_ctl_serve(void)
 {
 	struct gw_ctl_peer p = { .chan = 5 }, refused = { .chan = 6, .refused = true };
@@ -426,6 +464,7 @@ static const struct gw_test_case cases[] = {
 	{ "garbage in the ring headers", test_ring_header_garbage },
 	{ "two processes", test_two_processes },
 	{ "an RX part per receiver", test_rx_parts },
+	{ "shown without a wake, then woken", test_show_then_wake },
 	{ "control requests checked before any effect", test_ctl_serve },
 	{ NULL, NULL },
 };
