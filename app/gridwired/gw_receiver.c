@@ -115,8 +115,7 @@ static void wake_all(struct gw_receiver *rv)
 			cs[n++] = &cl->chan;
 	}
 	gw_chan_publish_set(cs, n, rv->id, true);
-	rv->nunwoken = 0;
-	rv->wake_due = false;
+	__atomic_store_n(&rv->nunwoken, 0, __ATOMIC_RELAXED); /* read by gw_receiver_pending */
 }
 
 /*
@@ -146,7 +145,8 @@ static void show_all(struct gw_receiver *rv)
 			wake_all(rv);
 		if (!rv->nunwoken)
 			rv->unwoken_ns = rv->now;
-		rv->unwoken[rv->nunwoken++] = cl->chan_id;
+		rv->unwoken[rv->nunwoken] = cl->chan_id;
+		__atomic_store_n(&rv->nunwoken, rv->nunwoken + 1, __ATOMIC_RELAXED);
 	}
 	gw_chan_publish_set(later, nlater, rv->id, false);
 	gw_chan_publish_set(now, nnow, rv->id, true);
@@ -434,10 +434,13 @@ bool gw_receiver_step(struct gw_receiver *rv, uint64_t now)
 		show_all(rv);
 	/* Clients asleep on this CPU are woken when there is no more to
 	 * deliver (this lcore is about to let them run), when a frame is held
-	 * (one of them may have to read for the lane to move), or when the
-	 * oldest message left waiting is GW_WAKE_NS old. */
-	if (rv->nunwoken && (!work || rv->wake_due || now - rv->unwoken_ns >= GW_WAKE_NS))
+	 * (one of them may have to read for the lane to move), when the
+	 * oldest message left waiting is GW_WAKE_NS old, or when the gateway
+	 * stops (there may be no step after this one). */
+	if (rv->nunwoken && (!work || rv->wake_due || now - rv->unwoken_ns >= GW_WAKE_NS ||
+			     __atomic_load_n(&rv->node->draining, __ATOMIC_ACQUIRE)))
 		wake_all(rv);
+	rv->wake_due = false;
 	return work;
 }
 
@@ -449,5 +452,6 @@ uint64_t gw_receiver_pending(const struct gw_receiver *rv)
 		     (__atomic_load_n(&rv->loops[i].head, __ATOMIC_RELAXED) != NULL);
 	for (unsigned i = 0; i < rv->nhandoff; i++)
 		n += rte_ring_count(rv->handoff[i]);
-	return n;
+	/* Clients not yet woken count too: a stop waits for their wake. */
+	return n + __atomic_load_n(&rv->nunwoken, __ATOMIC_RELAXED);
 }

@@ -62,7 +62,7 @@ struct gw_receiver {
 	unsigned unpub_recs; /* records delivered since the clients were last shown them */
 	/* Clients asleep on this CPU, shown messages and not yet woken for
 	 * them, by id (one may leave between steps); since when the oldest
-	 * waits; and whether a held frame waits for one of them. */
+	 * waits; and whether this step held a frame (it may wait for one). */
 	uint16_t unwoken[GW_RECEIVER_UNPUB];
 	unsigned nunwoken;
 	uint64_t unwoken_ns;

@@ -51,7 +51,7 @@
 
 #define GW_CHAN_MAGIC 0x4e414843u /* "CHAN" */
 #define GW_CHAN_VERSION 4
-#define GW_CHAN_CPU_ANY UINT32_MAX /* rx_wait_cpu before the client sleeps */
+#define GW_CHAN_CPU_NONE UINT32_MAX /* rx_wait_cpu: not known (yet) */
 #define GW_MAX_NODES 256
 #define GW_CHAN_BURST 32
 #define GW_CHAN_RX_MAX 8 /* RX parts: one per receiver lcore */
@@ -114,7 +114,7 @@ struct gw_chan_shm {
 	struct gw_chan_tx_tail tx_tail[GW_CLASSES];
 	alignas(64) volatile uint32_t tx_wait; /* the client waits for room in any class */
 	alignas(64) volatile uint32_t rx_wait; /* the client sleeps on any part */
-	/* The CPU the client last went to sleep on for RX (GW_CHAN_CPU_ANY
+	/* The CPU the client last went to sleep on for RX (GW_CHAN_CPU_NONE
 	 * until it has): a hint, in what was padding, so clients that leave
 	 * it alone still work. */
 	volatile uint32_t rx_wait_cpu;

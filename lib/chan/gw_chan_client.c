@@ -235,7 +235,7 @@ bool gw_chan_arm(struct gw_chan *c, bool for_tx)
 	rx_publish(c);
 	if (!for_tx) {
 		int cpu = sched_getcpu();
-		c->shm->rx_wait_cpu = cpu < 0 ? GW_CHAN_CPU_ANY : (uint32_t)cpu;
+		c->shm->rx_wait_cpu = cpu < 0 ? GW_CHAN_CPU_NONE : (uint32_t)cpu;
 	}
 	*flag = 1;
 	/* Pairs with the gateway's fence: it sees the flag or we see its work. */
@@ -265,5 +265,8 @@ int gw_chan_wait(struct gw_chan *c, bool for_tx, int timeout_ms)
 		return 0;
 	}
 	*flag = 0;
+	/* Gone, but what it delivered is read first. */
+	if (!for_tx && gw_chan_rx_ready(c))
+		return 0;
 	return gw_chan_gateway_gone(c) ? -EPIPE : 0;
 }

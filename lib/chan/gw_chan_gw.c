@@ -135,7 +135,7 @@ int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
 	s->rx_arena_size = p->arena_size;
 	memcpy(s->rx, rx, sizeof(rx[0]) * p->rx_parts);
 	s->version = GW_CHAN_VERSION;
-	s->rx_wait_cpu = GW_CHAN_CPU_ANY;
+	s->rx_wait_cpu = GW_CHAN_CPU_NONE;
 	__atomic_store_n(&s->magic, GW_CHAN_MAGIC, __ATOMIC_RELEASE);
 	return 0;
 fail:
@@ -281,8 +281,9 @@ int gw_chan_deliver(struct gw_chan *c, unsigned part, struct gw_chan_desc d, con
 	ring_elems(x->ring)[x->pos & c->ring_mask] = out;
 	x->pos++;
 	x->delivered++;
-	/* The next delivery here will most likely write the lines after this
-	 * one: ask for them now, so their misses overlap other work. */
+	/* The next delivery here will most likely write the arena lines
+	 * after this one, and a later one the descriptors' next line (four
+	 * to a line): ask for them now, so their misses overlap other work. */
 	for (uint32_t i = 0; i < 4; i++)
 		__builtin_prefetch(x->arena + ((x->head + i * 64) & c->rx_mask), 1);
 	__builtin_prefetch(&ring_elems(x->ring)[(x->pos + 3) & c->ring_mask], 1);
@@ -321,7 +322,7 @@ unsigned gw_chan_rx_fill_permille(const struct gw_chan *c, unsigned part)
 
 bool gw_chan_rx_sleeps_on(const struct gw_chan *c, unsigned cpu)
 {
-	return c->shm->rx_wait_cpu == cpu;
+	return cpu != GW_CHAN_CPU_NONE && c->shm->rx_wait_cpu == cpu;
 }
 
 uint32_t gw_chan_rx_read_pos(const struct gw_chan *c, unsigned part)
@@ -360,7 +361,7 @@ void gw_chan_publish_set(struct gw_chan *const *cs, unsigned n, unsigned part, b
 		x->ring->prod.head = x->pos;
 		__atomic_store_n(&x->ring->prod.tail, x->pos, __ATOMIC_RELEASE);
 	}
-	if (!wake)
+	if (!wake || !n)
 		return;
 	/* Pairs with the fence in gw_chan_wait, as in gw_chan_wake. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);

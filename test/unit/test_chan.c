@@ -405,13 +405,21 @@ static void test_show_then_wake(void)
 {
 	struct gw_chan gw, cl;
 	pair(&gw, &cl, &small);
+	/* Held on one CPU, so the client's word and ours are the same. */
+	cpu_set_t was, one;
+	CU_ASSERT_FATAL(sched_getaffinity(0, sizeof(was), &was) == 0);
 	int cpu = sched_getcpu();
 	CU_ASSERT_FATAL(cpu >= 0);
-	/* Before the client has slept, on no CPU. */
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	CU_ASSERT_FATAL(sched_setaffinity(0, sizeof(one), &one) == 0);
+	/* Before the client has slept, on no CPU, not even an unknown one. */
 	CU_ASSERT(!gw_chan_rx_sleeps_on(&gw, (unsigned)cpu));
+	CU_ASSERT(!gw_chan_rx_sleeps_on(&gw, GW_CHAN_CPU_NONE));
 	CU_ASSERT(!gw_chan_arm(&cl, false)); /* nothing to read: it would sleep */
 	CU_ASSERT(gw_chan_rx_sleeps_on(&gw, (unsigned)cpu));
-	CU_ASSERT(!gw_chan_rx_sleeps_on(&gw, (unsigned)cpu + 1));
+	CU_ASSERT(!gw_chan_rx_sleeps_on(&gw, (unsigned)cpu ^ 1));
+	sched_setaffinity(0, sizeof(was), &was);
 	struct gw_chan_desc d = { .len = 3, .node = 9, .ep = 42, .chan = 5, .kind = 1 };
 	CU_ASSERT(gw_chan_deliver(&gw, 0, d, "abc") == 0);
 	struct gw_chan *set[1] = { &gw };
