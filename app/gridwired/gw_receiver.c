@@ -99,30 +99,26 @@ static bool dest_hold(struct gw_receiver *rv, struct gw_client *cl)
 }
 
 #define GW_PUBLISH_RECS 512 /* records delivered before the clients are shown them */
-#define GW_WAKE_NS 200000   /* how long a sleeping client may be left asleep with messages */
 
-/*
- * Wake the clients shown messages and not yet woken for them. Looked up by
- * id: one that left since is skipped.
- */
+/* Wake the clients shown messages and not yet woken for them
+ * (lib/deliver). Looked up by id: one that left since is skipped. */
 static void wake_all(struct gw_receiver *rv)
 {
-	struct gw_chan *cs[GW_RECEIVER_UNPUB];
+	struct gw_chan *cs[GW_DELIVER_WAKES_MAX];
 	unsigned n = 0;
-	for (unsigned i = 0; i < rv->nunwoken; i++) {
-		struct gw_client *cl = gw_control_find_client(rv->ctl, rv->unwoken[i]);
+	for (unsigned i = 0; i < rv->wakes.n; i++) {
+		struct gw_client *cl = gw_control_find_client(rv->ctl, rv->wakes.id[i]);
 		if (cl)
 			cs[n++] = &cl->chan;
 	}
 	gw_chan_publish_set(cs, n, rv->id, true);
-	__atomic_store_n(&rv->nunwoken, 0, __ATOMIC_RELAXED); /* read by gw_receiver_pending */
+	gw_deliver_wake_done(&rv->wakes);
 }
 
 /*
  * Show the clients what was delivered into them. A client asleep on
- * another CPU is woken now, as one that polls sees it now. One asleep on
- * this lcore's CPU is left asleep until gw_receiver_step says: each wake
- * there switches to it for a few hundred messages and back.
+ * another CPU is woken now, as one that polls sees it now; one asleep on
+ * this lcore's CPU is woken when gw_deliver_wake_due says.
  */
 static void show_all(struct gw_receiver *rv)
 {
@@ -136,17 +132,10 @@ static void show_all(struct gw_receiver *rv)
 			continue;
 		}
 		later[nlater++] = &cl->chan;
-		unsigned k = 0;
-		while (k < rv->nunwoken && rv->unwoken[k] != cl->chan_id)
-			k++;
-		if (k < rv->nunwoken)
-			continue;
-		if (rv->nunwoken == GW_RECEIVER_UNPUB)
+		if (!gw_deliver_wake_later(&rv->wakes, cl->chan_id, rv->now)) {
 			wake_all(rv);
-		if (!rv->nunwoken)
-			rv->unwoken_ns = rv->now;
-		rv->unwoken[rv->nunwoken] = cl->chan_id;
-		__atomic_store_n(&rv->nunwoken, rv->nunwoken + 1, __ATOMIC_RELAXED);
+			gw_deliver_wake_later(&rv->wakes, cl->chan_id, rv->now);
+		}
 	}
 	gw_chan_publish_set(later, nlater, rv->id, false);
 	gw_chan_publish_set(now, nnow, rv->id, true);
@@ -331,7 +320,7 @@ static bool deliver_frame(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 		*work = true;
 	}
 	if (!done)
-		rv->wake_due = true; /* whoever it waits for may sleep */
+		rv->held = true; /* whoever it waits for may sleep */
 	if (more < 0)
 		rv->st->bad_frames++; /* CRC-valid but malformed: skip the rest */
 	if (rv->unpub_recs >= GW_PUBLISH_RECS)
@@ -432,15 +421,10 @@ bool gw_receiver_step(struct gw_receiver *rv, uint64_t now)
 	work |= deliver_loops(rv);
 	if (rv->nunpub)
 		show_all(rv);
-	/* Clients asleep on this CPU are woken when there is no more to
-	 * deliver (this lcore is about to let them run), when a frame is held
-	 * (one of them may have to read for the lane to move), when the
-	 * oldest message left waiting is GW_WAKE_NS old, or when the gateway
-	 * stops (there may be no step after this one). */
-	if (rv->nunwoken && (!work || rv->wake_due || now - rv->unwoken_ns >= GW_WAKE_NS ||
-			     __atomic_load_n(&rv->node->draining, __ATOMIC_ACQUIRE)))
+	if (gw_deliver_wake_due(&rv->wakes, now, work, rv->held,
+				__atomic_load_n(&rv->node->draining, __ATOMIC_ACQUIRE)))
 		wake_all(rv);
-	rv->wake_due = false;
+	rv->held = false;
 	return work;
 }
 
@@ -453,5 +437,5 @@ uint64_t gw_receiver_pending(const struct gw_receiver *rv)
 	for (unsigned i = 0; i < rv->nhandoff; i++)
 		n += rte_ring_count(rv->handoff[i]);
 	/* Clients not yet woken count too: a stop waits for their wake. */
-	return n + __atomic_load_n(&rv->nunwoken, __ATOMIC_RELAXED);
+	return n + gw_deliver_wake_count(&rv->wakes);
 }

@@ -19,6 +19,7 @@
 #include <rte_ring.h>
 
 #include "gw_control.h"
+#include "gw_deliver.h"
 #include "gw_peers.h"
 #include "gw_txq.h"
 #include "gw_worker.h"
@@ -37,7 +38,7 @@ struct gw_loop {
 	uint64_t held_ns;
 };
 
-#define GW_RECEIVER_UNPUB 64 /* clients awaiting a publish, or a wake */
+#define GW_RECEIVER_UNPUB 64 /* clients awaiting a publish */
 
 /* One per receiver, in an array: each starts a cache line of its own. */
 struct gw_receiver {
@@ -60,13 +61,8 @@ struct gw_receiver {
 	struct gw_client *unpub[GW_RECEIVER_UNPUB];
 	unsigned nunpub;
 	unsigned unpub_recs; /* records delivered since the clients were last shown them */
-	/* Clients asleep on this CPU, shown messages and not yet woken for
-	 * them, by id (one may leave between steps); since when the oldest
-	 * waits; and whether this step held a frame (it may wait for one). */
-	uint16_t unwoken[GW_RECEIVER_UNPUB];
-	unsigned nunwoken;
-	uint64_t unwoken_ns;
-	bool wake_due;
+	struct gw_deliver_wakes wakes; /* clients asleep on this CPU, shown and not woken */
+	bool held;                     /* this step held a frame (it may wait for one of them) */
 	/* when each node was last heard on this lcore's queues (the peers role reads it) */
 	alignas(64) uint64_t heard[GW_MAX_NODES];
 };

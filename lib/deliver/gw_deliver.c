@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gw_deliver: hold a full destination for a bound, then reject until half. */
+/* gw_deliver: hold a full destination for a bound, then reject until half;
+ * wake a client on the receiver's CPU when it must run. */
 #include "gw_deliver.h"
 
 bool gw_deliver_open(struct gw_deliver_hold *h, bool below_half)
@@ -46,4 +47,27 @@ bool gw_deliver_owed(struct gw_deliver_hold *h, uint64_t now, uint64_t block_ns,
 	}
 	uint64_t idle = now > h->owed_since_ns ? now - h->owed_since_ns : 0;
 	return idle < block_ns;
+}
+
+bool gw_deliver_wake_later(struct gw_deliver_wakes *w, uint16_t id, uint64_t now)
+{
+	for (unsigned k = 0; k < w->n; k++)
+		if (w->id[k] == id)
+			return true;
+	if (w->n == GW_DELIVER_WAKES_MAX)
+		return false;
+	if (!w->n)
+		w->since_ns = now;
+	w->id[w->n] = id;
+	__atomic_store_n(&w->n, w->n + 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+bool gw_deliver_wake_due(const struct gw_deliver_wakes *w, uint64_t now, bool work, bool held,
+			 bool draining)
+{
+	if (!w->n)
+		return false;
+	/* A clock that seems to step back reads as late: an early wake is safe. */
+	return !work || held || draining || now - w->since_ns >= GW_DELIVER_WAKE_NS;
 }

@@ -61,4 +61,48 @@ static inline void gw_deliver_owed_done(struct gw_deliver_hold *h)
 	h->owed_first_ns = h->owed_since_ns = 0;
 }
 
+/*
+ * Deferred wakes. A receiver shows a client its new messages (the store a
+ * polling client reads) without waking it when the client sleeps on the
+ * receiver's own CPU: every wake there switches to the client for a few
+ * hundred messages and back. Such clients wait in a set, by id (one may
+ * leave between steps), and the set is woken at the end of a step that
+ * found no more work (the lcore is about to let them run), that held a
+ * frame (one of them may have to read for the lane to move), when the
+ * oldest has waited GW_DELIVER_WAKE_NS, or when the gateway stops (there
+ * may be no step after this one). A client asleep on another CPU is woken
+ * at once and never enters the set.
+ */
+#define GW_DELIVER_WAKES_MAX 64
+#define GW_DELIVER_WAKE_NS 200000
+
+struct gw_deliver_wakes {
+	uint16_t id[GW_DELIVER_WAKES_MAX];
+	unsigned n;        /* other threads read it (gw_deliver_wake_count) */
+	uint64_t since_ns; /* when the oldest entered */
+};
+
+/* Client id was shown messages at now and sleeps on this CPU: wake it
+ * later. An id already waiting keeps its place and the oldest time.
+ * false: the set is full; wake it (gw_deliver_wake_done) and add again. */
+bool gw_deliver_wake_later(struct gw_deliver_wakes *w, uint16_t id, uint64_t now);
+
+/* At the end of a step at now: wake the set? work: the step delivered
+ * something (more may follow at once); held: it left a frame held;
+ * draining: the gateway stops. Never for an empty set. */
+bool gw_deliver_wake_due(const struct gw_deliver_wakes *w, uint64_t now, bool work, bool held,
+			 bool draining);
+
+/* The set was woken: empty it. */
+static inline void gw_deliver_wake_done(struct gw_deliver_wakes *w)
+{
+	__atomic_store_n(&w->n, 0, __ATOMIC_RELAXED);
+}
+
+/* How many wait, from any thread (a stopping gateway waits for none). */
+static inline unsigned gw_deliver_wake_count(const struct gw_deliver_wakes *w)
+{
+	return __atomic_load_n(&w->n, __ATOMIC_RELAXED);
+}
+
 #endif

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gw_deliver: hold within the bound, refuse past it, open again at half. */
+/* gw_deliver: hold within the bound, refuse past it, open again at half;
+ * wake a client on the receiver's CPU when it must run. */
 #include <string.h>
 
 #include "gw_deliver.h"
@@ -193,6 +194,83 @@ static void test_owed_reader_stopped(void)
 	CU_ASSERT_TRUE(gw_deliver_owed(&h, 10, BLOCK, UINT32_MAX));
 }
 
+/* An empty set is never woken, whatever the step says. */
+static void test_wake_empty(void)
+{
+	struct gw_deliver_wakes w = { 0 };
+	CU_ASSERT_FALSE(gw_deliver_wake_due(&w, 0, false, false, false));
+	CU_ASSERT_FALSE(gw_deliver_wake_due(&w, UINT64_MAX, false, true, true));
+	CU_ASSERT_EQUAL(gw_deliver_wake_count(&w), 0);
+}
+
+/* Left asleep while steps find work; woken by a step without, a held
+ * frame, a stop, or the oldest's age, each on its own. */
+static void test_wake_when(void)
+{
+	struct gw_deliver_wakes w = { 0 };
+	CU_ASSERT_TRUE(gw_deliver_wake_later(&w, 7, 1000));
+	CU_ASSERT_EQUAL(gw_deliver_wake_count(&w), 1);
+	CU_ASSERT_FALSE(gw_deliver_wake_due(&w, 1000, true, false, false));
+	CU_ASSERT_FALSE(gw_deliver_wake_due(&w, 1000 + GW_DELIVER_WAKE_NS - 1, true, false, false));
+	CU_ASSERT_TRUE(gw_deliver_wake_due(&w, 1000 + GW_DELIVER_WAKE_NS, true, false, false));
+	CU_ASSERT_TRUE(gw_deliver_wake_due(&w, 1001, false, false, false));
+	CU_ASSERT_TRUE(gw_deliver_wake_due(&w, 1001, true, true, false));
+	CU_ASSERT_TRUE(gw_deliver_wake_due(&w, 1001, true, false, true));
+	/* A clock that steps back wakes: early is safe, late is not. */
+	CU_ASSERT_TRUE(gw_deliver_wake_due(&w, 999, true, false, false));
+	gw_deliver_wake_done(&w);
+	CU_ASSERT_EQUAL(gw_deliver_wake_count(&w), 0);
+	CU_ASSERT_FALSE(gw_deliver_wake_due(&w, 1001, false, true, true));
+}
+
+/* The age is the oldest's: clients shown later, or the same one shown
+ * again, do not restart it; after a wake the next one starts it anew. */
+static void test_wake_oldest(void)
+{
+	struct gw_deliver_wakes w = { 0 };
+	CU_ASSERT_TRUE(gw_deliver_wake_later(&w, 3, 5000));
+	CU_ASSERT_TRUE(gw_deliver_wake_later(&w, 4, 5000 + GW_DELIVER_WAKE_NS / 2));
+	CU_ASSERT_TRUE(gw_deliver_wake_later(&w, 3, 5000 + GW_DELIVER_WAKE_NS - 1));
+	CU_ASSERT_EQUAL(gw_deliver_wake_count(&w), 2);
+	CU_ASSERT_TRUE(gw_deliver_wake_due(&w, 5000 + GW_DELIVER_WAKE_NS, true, false, false));
+	gw_deliver_wake_done(&w);
+	CU_ASSERT_TRUE(gw_deliver_wake_later(&w, 4, 9000000));
+	CU_ASSERT_EQUAL(gw_deliver_wake_count(&w), 1);
+	CU_ASSERT_EQUAL(w.id[0], 4);
+	CU_ASSERT_FALSE(gw_deliver_wake_due(&w, 9000000 + GW_DELIVER_WAKE_NS - 1, true, false,
+					    false));
+	/* At time 0 too: emptiness is the count, not a zero clock. */
+	gw_deliver_wake_done(&w);
+	CU_ASSERT_TRUE(gw_deliver_wake_later(&w, 0, 0));
+	CU_ASSERT_FALSE(gw_deliver_wake_due(&w, 0, true, false, false));
+	CU_ASSERT_TRUE(gw_deliver_wake_due(&w, GW_DELIVER_WAKE_NS, true, false, false));
+}
+
+/* Every id shown is in the set once, until a full set says so and
+ * nothing is dropped: the caller wakes it and adds again. */
+static void test_wake_full(void)
+{
+	struct gw_deliver_wakes w = { 0 };
+	for (uint16_t id = 0; id < GW_DELIVER_WAKES_MAX; id++)
+		CU_ASSERT_TRUE(gw_deliver_wake_later(&w, (uint16_t)(id * 1000 + 1), id));
+	CU_ASSERT_EQUAL(gw_deliver_wake_count(&w), GW_DELIVER_WAKES_MAX);
+	CU_ASSERT_TRUE(gw_deliver_wake_later(&w, 1, 100)); /* there already */
+	CU_ASSERT_FALSE(gw_deliver_wake_later(&w, 2, 100));
+	CU_ASSERT_EQUAL(gw_deliver_wake_count(&w), GW_DELIVER_WAKES_MAX);
+	bool seen[GW_DELIVER_WAKES_MAX] = { false };
+	for (unsigned k = 0; k < GW_DELIVER_WAKES_MAX; k++) {
+		CU_ASSERT_EQUAL(w.id[k] % 1000, 1);
+		unsigned i = w.id[k] / 1000;
+		CU_ASSERT_FALSE(seen[i]);
+		seen[i] = true;
+	}
+	CU_ASSERT_EQUAL(w.since_ns, 0);
+	gw_deliver_wake_done(&w);
+	CU_ASSERT_TRUE(gw_deliver_wake_later(&w, 2, 100));
+	CU_ASSERT_EQUAL(w.id[0], 2);
+	CU_ASSERT_EQUAL(w.since_ns, 100);
+}
+
 static const struct gw_test_case cases[] = {
 	{ "zeroed state is open", test_fresh_open },
 	{ "holds within block_ns, refuses after", test_hold_then_refuse },
@@ -205,6 +283,10 @@ static const struct gw_test_case cases[] = {
 	{ "clocks near the top, and stepping back", test_odd_clocks },
 	{ "a REJECT holds while its reader moves, within a bound", test_owed_reader_moves },
 	{ "a REJECT is given up once its reader stops", test_owed_reader_stopped },
+	{ "an empty wake set is never due", test_wake_empty },
+	{ "woken with no work, a held frame, a stop, or at age", test_wake_when },
+	{ "the age is the oldest client's", test_wake_oldest },
+	{ "a full wake set says so, dropping none", test_wake_full },
 	{ NULL, NULL },
 };
 
