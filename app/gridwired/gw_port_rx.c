@@ -307,13 +307,6 @@ static void rx_faulty(struct gw_port_rx *prx, struct rte_mbuf *m)
 	rx_frame(prx, m);
 }
 
-static void prefetch_frame(const struct rte_mbuf *m)
-{
-	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-	for (unsigned off = 0; off < m->data_len; off += RTE_CACHE_LINE_SIZE)
-		rte_prefetch0(p + off);
-}
-
 bool gw_port_rx_step(struct gw_port_rx *prx, uint64_t now)
 {
 	struct rte_mbuf *rx[GW_RX_BURST];
@@ -339,11 +332,8 @@ bool gw_port_rx_step(struct gw_port_rx *prx, uint64_t now)
 			uint16_t n = rte_eth_rx_burst(l->port[k], prx->queues[q], rx, GW_RX_BURST);
 			bool faults = __atomic_load_n(&prx->fault_on, __ATOMIC_ACQUIRE);
 			for (uint16_t i = 0; i < n; i++) {
-				/* The next frame's lines, pulled from the core that
-				 * wrote them while this one is checked: the CRC's pass
-				 * is the first to read them. */
 				if (i + 1 < n)
-					prefetch_frame(rx[i + 1]);
+					gw_port_rx_prefetch(rx[i + 1]);
 				if (faults)
 					rx_faulty(prx, rx[i]);
 				else

@@ -59,6 +59,16 @@ int gw_port_rx_init(struct gw_port_rx *prx, const struct gw_node *node, struct g
 void gw_port_rx_fini(struct gw_port_rx *prx);
 /* A ring for the [auth] frames of this port RX's slots arriving at lcore `from`. */
 struct rte_ring *gw_port_rx_add_auth_in(struct gw_port_rx *prx, unsigned from);
+/* Pull in the lines of the burst's next frame while this one is checked:
+ * the CRC's pass is the first to read what the NIC, or the core on the
+ * cable's other end, wrote. */
+static inline void gw_port_rx_prefetch(const struct rte_mbuf *m)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	for (unsigned off = 0; off < m->data_len; off += RTE_CACHE_LINE_SIZE)
+		rte_prefetch0(p + off);
+}
+
 bool gw_port_rx_step(struct gw_port_rx *prx, uint64_t now);
 /* [fault] drop rate and member (-1: every member's frames) changed at run
  * time, from another thread: a drill of a network that loses what it

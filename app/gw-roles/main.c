@@ -249,6 +249,8 @@ static void receiver_run(unsigned size, bool shown)
 			struct gw_hdr h;
 			const uint8_t *pl;
 			struct gw_addr from;
+			if (i + 1 < n)
+				gw_port_rx_prefetch(m[i + 1]);
 			if (gw_wire_parse(rte_pktmbuf_mtod(m[i], uint8_t *), m[i]->data_len,
 					  node.self.port, &h, &pl, &from) < 0)
 				die("a frame did not parse", -EPROTO);
