@@ -2,7 +2,10 @@
 # bench_roles.sh: what one lcore of each role does alone, with no port and
 # no kernel (app/gw-roles runs gridwired's own role code fed from memory):
 # a worker packing client channels into sealed frames, a receiver checking,
-# unbatching and delivering frames into client rings with acks, CRC32C per
+# unbatching and delivering frames into client rings with acks (records for
+# 64 clients in turn, and receiver_runs: each frame's records for one client,
+# as a worker packs a client's burst; the lcore count below takes the
+# first), CRC32C per
 # frame, and [auth] sealing and opening per frame (modes authenticate and
 # encrypt); for 225-byte and 64-byte messages. RUNS runs each (after a warm-up), pinned to CPU 1; the table
 # gives the median and the spread (min..max), and how many lcores of each

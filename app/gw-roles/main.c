@@ -10,7 +10,11 @@
  *   receiver  sealed frames laid in mbufs beforehand (the NIC's part) ->
  *             CRC check and parse (port RX's part) -> gw_receiver_accept and
  *             gw_receiver_step: in order, into the client channels' RX
- *             rings, acks sent
+ *             rings, acks sent; the records of 64 clients in turn, one
+ *             each (every record finds its client's lines out of cache)
+ *   receiver_runs  the same, each frame's records for one client, as a
+ *             worker packs a client's burst (one lookup per run, the
+ *             client's lines warm)
  *   crc       gw_crc32c over one full frame
  *   auth      gw_auth_seal (the sender's lcore) and gw_auth_open (port
  *             RX's) of one full frame, timed apart, in [auth] mode
@@ -23,7 +27,7 @@
  * clients' reading are outside it. One JSON line per run on stdout:
  *   {"role":"worker","size":225,"msgs":...,"frames":...,"s":...,"msgs_per_s":...}
  *
- *   gw-roles [--role worker|receiver|crc|auth|limit|all] [--size BYTES] [--runs N]
+ *   gw-roles [--role worker|receiver|receiver_runs|crc|auth|limit|all] [--size BYTES] [--runs N]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -196,9 +200,10 @@ static void receiver_up(void)
 	peers.peer[PEER].rx_owner[0] = 1;
 }
 
-/* A round's frames from the peer's lane 0, records for every client in turn. */
-static unsigned frames_build(struct rte_mbuf **m, unsigned max, unsigned size, uint32_t *seq,
-			     uint64_t *msgs)
+/* A round's frames from the peer's lane 0, records for every client in
+ * turn, run records in a row for each. */
+static unsigned frames_build(struct rte_mbuf **m, unsigned max, unsigned size, unsigned run,
+			     uint32_t *seq, uint64_t *msgs)
 {
 	static uint8_t data[65536];
 	static uint32_t msg_id;
@@ -213,7 +218,7 @@ static unsigned frames_build(struct rte_mbuf **m, unsigned max, unsigned size, u
 		uint16_t nrec = 0;
 		for (;; nrec++, k++) {
 			char name[GW_NAME_MAX];
-			snprintf(name, sizeof(name), "sink%u", k % CLIENTS);
+			snprintf(name, sizeof(name), "sink%u", k / run % CLIENTS);
 			struct gw_rec r = {
 				.kind = GW_RK_MSG, .len = (uint16_t)size, .dst_ep = gw_ctl_ep_id(name),
 				.src_chan = (uint16_t)(k % 1000), .msg_id = msg_id++, .data = data,
@@ -234,7 +239,7 @@ static unsigned frames_build(struct rte_mbuf **m, unsigned max, unsigned size, u
 	return n;
 }
 
-static void receiver_run(unsigned size, bool shown)
+static void receiver_run(unsigned size, bool runs, bool shown)
 {
 	static struct rte_mbuf *m[1024];
 	/* As many frames as the clients' rings take in a round. */
@@ -243,7 +248,7 @@ static void receiver_run(unsigned size, bool shown)
 	static uint32_t seq;
 	uint64_t msgs = 0, frames = 0, ns = 0, in0 = st.msgs_in;
 	for (int round = 0; round < 16; round++) {
-		unsigned n = frames_build(m, max, size, &seq, &msgs);
+		unsigned n = frames_build(m, max, size, runs ? per_frame : 1, &seq, &msgs);
 		uint64_t t0 = gw_clock_ns();
 		for (unsigned i = 0; i < n; i++) {
 			struct gw_hdr h;
@@ -278,7 +283,7 @@ static void receiver_run(unsigned size, bool shown)
 		die("the receiver did not deliver every message", -EPROTO);
 	}
 	if (shown)
-		report("receiver", size, msgs, frames, ns);
+		report(runs ? "receiver_runs" : "receiver", size, msgs, frames, ns);
 }
 
 /* --- per frame --- */
@@ -364,7 +369,7 @@ int main(int argc, char **argv)
 		case 's': size = (unsigned)atoi(optarg); break;
 		case 'n': runs = (unsigned)atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: gw-roles [--role worker|receiver|crc|auth|limit|all] [--size BYTES] [--runs N]\n");
+			fprintf(stderr, "usage: gw-roles [--role worker|receiver|receiver_runs|crc|auth|limit|all] [--size BYTES] [--runs N]\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -395,12 +400,14 @@ int main(int argc, char **argv)
 	bool all = !strcmp(role, "all");
 	/* A first run, not reported, faults the channels' and pool's pages in. */
 	worker_run(size, false);
-	receiver_run(size, false);
+	receiver_run(size, false, false);
 	for (unsigned r = 0; r < runs; r++) {
 		if (all || !strcmp(role, "worker"))
 			worker_run(size, true);
 		if (all || !strcmp(role, "receiver"))
-			receiver_run(size, true);
+			receiver_run(size, false, true);
+		if (all || !strcmp(role, "receiver_runs"))
+			receiver_run(size, true, true);
 		if (all || !strcmp(role, "crc"))
 			crc_run(size);
 		if (all || !strcmp(role, "auth"))
