@@ -143,6 +143,10 @@ out = {
     "lane_handoffs": a.get("lane_handoffs", 0) + b.get("lane_handoffs", 0),
     # [auth] frames verified on one receiver's lcore, checked for replay on another's
     "auth_handoffs_at_beta": b.get("auth_handoffs", 0),
+    # the receiving client asleep on a receiver's CPU: shown messages without
+    # a wake, and woken because the oldest had waited 200 us (lib/deliver)
+    "wakes_deferred_at_beta": b.get("wakes_deferred", 0),
+    "wakes_at_age_at_beta": b.get("wakes_at_age", 0),
     "bad_crc": a["bad_crc"] + b["bad_crc"],
     "refused_at_beta": {k: b[k] for k in ("bad_frames", "bad_crc", "not_ours", "unknown_peer",
                                           "auth_forged", "auth_replayed", "auth_unknown_key",

@@ -79,7 +79,7 @@ const struct gw_counter_name gw_counter_names[] = {
 	GW_COUNTER(auth_wrong_mode), GW_COUNTER(auth_unsealed), GW_COUNTER(auth_throttled), GW_COUNTER(abandoned_frames), GW_COUNTER(reject_node_down),
 	GW_COUNTER(lane_handoffs), GW_COUNTER(auth_handoffs), GW_COUNTER(handoffs_lost),
 	GW_COUNTER(urgent_msgs_out), GW_COUNTER(urgent_msgs_in), GW_COUNTER(urgent_frames),
-	GW_COUNTER(urgent_retrans),
+	GW_COUNTER(urgent_retrans), GW_COUNTER(wakes_deferred), GW_COUNTER(wakes_at_age),
 	{ NULL, 0 },
 };
 

@@ -74,6 +74,7 @@ struct gw_counters {
 	uint64_t abandoned_frames, reject_node_down;
 	uint64_t lane_handoffs, auth_handoffs, handoffs_lost;
 	uint64_t urgent_msgs_out, urgent_msgs_in, urgent_frames, urgent_retrans;
+	uint64_t wakes_deferred, wakes_at_age; /* clients asleep on a receiver's CPU (lib/deliver) */
 };
 /* Summed field by field as an array of counters. */
 _Static_assert(sizeof(struct gw_counters) % sizeof(uint64_t) == 0, "counters are uint64_t only");

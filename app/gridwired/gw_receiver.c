@@ -132,6 +132,7 @@ static void show_all(struct gw_receiver *rv)
 			continue;
 		}
 		later[nlater++] = &cl->chan;
+		rv->st->wakes_deferred++;
 		if (!gw_deliver_wake_later(&rv->wakes, cl->chan_id, rv->now)) {
 			wake_all(rv);
 			gw_deliver_wake_later(&rv->wakes, cl->chan_id, rv->now);
@@ -444,9 +445,12 @@ bool gw_receiver_step(struct gw_receiver *rv, uint64_t now)
 	work |= deliver_loops(rv);
 	if (rv->nunpub)
 		show_all(rv);
-	if (gw_deliver_wake_due(&rv->wakes, now, work, rv->held,
-				__atomic_load_n(&rv->node->draining, __ATOMIC_ACQUIRE)))
+	enum gw_deliver_wake why = gw_deliver_wake_due(
+		&rv->wakes, now, work, rv->held, __atomic_load_n(&rv->node->draining, __ATOMIC_ACQUIRE));
+	if (why) {
+		rv->st->wakes_at_age += why == GW_DELIVER_WAKE_AGE;
 		wake_all(rv);
+	}
 	rv->held = false;
 	return work;
 }

@@ -63,11 +63,17 @@ bool gw_deliver_wake_later(struct gw_deliver_wakes *w, uint16_t id, uint64_t now
 	return true;
 }
 
-bool gw_deliver_wake_due(const struct gw_deliver_wakes *w, uint64_t now, bool work, bool held,
-			 bool draining)
+enum gw_deliver_wake gw_deliver_wake_due(const struct gw_deliver_wakes *w, uint64_t now,
+					 bool work, bool held, bool draining)
 {
 	if (!w->n)
-		return false;
+		return GW_DELIVER_WAKE_NOT;
+	if (!work)
+		return GW_DELIVER_WAKE_IDLE;
+	if (held)
+		return GW_DELIVER_WAKE_HELD;
+	if (draining)
+		return GW_DELIVER_WAKE_STOP;
 	/* A clock that seems to step back reads as late: an early wake is safe. */
-	return !work || held || draining || now - w->since_ns >= GW_DELIVER_WAKE_NS;
+	return now - w->since_ns >= GW_DELIVER_WAKE_NS ? GW_DELIVER_WAKE_AGE : GW_DELIVER_WAKE_NOT;
 }

@@ -87,11 +87,20 @@ struct gw_deliver_wakes {
  * false: the set is full; wake it (gw_deliver_wake_done) and add again. */
 bool gw_deliver_wake_later(struct gw_deliver_wakes *w, uint16_t id, uint64_t now);
 
+/* Why a set is woken: not (0), or the first reason that holds. */
+enum gw_deliver_wake {
+	GW_DELIVER_WAKE_NOT = 0,
+	GW_DELIVER_WAKE_IDLE,  /* the step found no more work */
+	GW_DELIVER_WAKE_HELD,  /* it held a frame */
+	GW_DELIVER_WAKE_STOP,  /* the gateway stops */
+	GW_DELIVER_WAKE_AGE,   /* the oldest waited GW_DELIVER_WAKE_NS */
+};
+
 /* At the end of a step at now: wake the set? work: the step delivered
  * something (more may follow at once); held: it left a frame held;
  * draining: the gateway stops. Never for an empty set. */
-bool gw_deliver_wake_due(const struct gw_deliver_wakes *w, uint64_t now, bool work, bool held,
-			 bool draining);
+enum gw_deliver_wake gw_deliver_wake_due(const struct gw_deliver_wakes *w, uint64_t now,
+					 bool work, bool held, bool draining);
 
 /* The set was woken: empty it. */
 static inline void gw_deliver_wake_done(struct gw_deliver_wakes *w)

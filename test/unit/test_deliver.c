@@ -212,12 +212,18 @@ static void test_wake_when(void)
 	CU_ASSERT_EQUAL(gw_deliver_wake_count(&w), 1);
 	CU_ASSERT_FALSE(gw_deliver_wake_due(&w, 1000, true, false, false));
 	CU_ASSERT_FALSE(gw_deliver_wake_due(&w, 1000 + GW_DELIVER_WAKE_NS - 1, true, false, false));
-	CU_ASSERT_TRUE(gw_deliver_wake_due(&w, 1000 + GW_DELIVER_WAKE_NS, true, false, false));
-	CU_ASSERT_TRUE(gw_deliver_wake_due(&w, 1001, false, false, false));
-	CU_ASSERT_TRUE(gw_deliver_wake_due(&w, 1001, true, true, false));
-	CU_ASSERT_TRUE(gw_deliver_wake_due(&w, 1001, true, false, true));
+	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 1000 + GW_DELIVER_WAKE_NS, true, false, false),
+			GW_DELIVER_WAKE_AGE);
+	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 1001, false, false, false), GW_DELIVER_WAKE_IDLE);
+	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 1001, true, true, false), GW_DELIVER_WAKE_HELD);
+	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 1001, true, false, true), GW_DELIVER_WAKE_STOP);
+	/* The first reason that holds is the one given. */
+	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 1000 + GW_DELIVER_WAKE_NS, false, true, true),
+			GW_DELIVER_WAKE_IDLE);
+	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 1000 + GW_DELIVER_WAKE_NS, true, true, true),
+			GW_DELIVER_WAKE_HELD);
 	/* A clock that steps back wakes: early is safe, late is not. */
-	CU_ASSERT_TRUE(gw_deliver_wake_due(&w, 999, true, false, false));
+	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 999, true, false, false), GW_DELIVER_WAKE_AGE);
 	gw_deliver_wake_done(&w);
 	CU_ASSERT_EQUAL(gw_deliver_wake_count(&w), 0);
 	CU_ASSERT_FALSE(gw_deliver_wake_due(&w, 1001, false, true, true));
