@@ -75,5 +75,5 @@ enum gw_deliver_wake gw_deliver_wake_due(const struct gw_deliver_wakes *w, uint6
 	if (draining)
 		return GW_DELIVER_WAKE_STOP;
 	/* A clock that seems to step back reads as late: an early wake is safe. */
-	return now - w->since_ns >= GW_DELIVER_WAKE_NS ? GW_DELIVER_WAKE_AGE : GW_DELIVER_WAKE_NOT;
+	return now - w->since_ns >= GW_DELIVER_WAKE_WAIT_NS ? GW_DELIVER_WAKE_AGE : GW_DELIVER_WAKE_NOT;
 }

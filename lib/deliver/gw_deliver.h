@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * gw_deliver: what to do when a destination ring is full (pure C).
+ * gw_deliver: what to do when a destination ring is full, and when to wake
+ * a client that sleeps on the receiver's CPU (pure C).
  *
  * Hold, then reject. A full destination holds its lane (and so the
  * sender's window) for at most block_ns from the moment it filled. After
@@ -69,12 +70,12 @@ static inline void gw_deliver_owed_done(struct gw_deliver_hold *h)
  * leave between steps), and the set is woken at the end of a step that
  * found no more work (the lcore is about to let them run), that held a
  * frame (one of them may have to read for the lane to move), when the
- * oldest has waited GW_DELIVER_WAKE_NS, or when the gateway stops (there
+ * oldest has waited GW_DELIVER_WAKE_WAIT_NS, or when the gateway stops (there
  * may be no step after this one). A client asleep on another CPU is woken
  * at once and never enters the set.
  */
 #define GW_DELIVER_WAKES_MAX 64
-#define GW_DELIVER_WAKE_NS 200000
+#define GW_DELIVER_WAKE_WAIT_NS 200000
 
 struct gw_deliver_wakes {
 	uint16_t id[GW_DELIVER_WAKES_MAX];
@@ -93,12 +94,12 @@ enum gw_deliver_wake {
 	GW_DELIVER_WAKE_IDLE,  /* the step found no more work */
 	GW_DELIVER_WAKE_HELD,  /* it held a frame */
 	GW_DELIVER_WAKE_STOP,  /* the gateway stops */
-	GW_DELIVER_WAKE_AGE,   /* the oldest waited GW_DELIVER_WAKE_NS */
+	GW_DELIVER_WAKE_AGE,   /* the oldest entered GW_DELIVER_WAKE_WAIT_NS ago */
 };
 
-/* At the end of a step at now: wake the set? work: the step delivered
- * something (more may follow at once); held: it left a frame held;
- * draining: the gateway stops. Never for an empty set. */
+/* At the end of a step at now: why to wake the set, or GW_DELIVER_WAKE_NOT.
+ * work: the step delivered something (more may follow at once); held: it
+ * left a frame held; draining: the gateway stops. Never for an empty set. */
 enum gw_deliver_wake gw_deliver_wake_due(const struct gw_deliver_wakes *w, uint64_t now,
 					 bool work, bool held, bool draining);
 

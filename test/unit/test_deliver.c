@@ -211,16 +211,16 @@ static void test_wake_when(void)
 	CU_ASSERT_TRUE(gw_deliver_wake_later(&w, 7, 1000));
 	CU_ASSERT_EQUAL(gw_deliver_wake_count(&w), 1);
 	CU_ASSERT_FALSE(gw_deliver_wake_due(&w, 1000, true, false, false));
-	CU_ASSERT_FALSE(gw_deliver_wake_due(&w, 1000 + GW_DELIVER_WAKE_NS - 1, true, false, false));
-	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 1000 + GW_DELIVER_WAKE_NS, true, false, false),
+	CU_ASSERT_FALSE(gw_deliver_wake_due(&w, 1000 + GW_DELIVER_WAKE_WAIT_NS - 1, true, false, false));
+	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 1000 + GW_DELIVER_WAKE_WAIT_NS, true, false, false),
 			GW_DELIVER_WAKE_AGE);
 	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 1001, false, false, false), GW_DELIVER_WAKE_IDLE);
 	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 1001, true, true, false), GW_DELIVER_WAKE_HELD);
 	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 1001, true, false, true), GW_DELIVER_WAKE_STOP);
 	/* The first reason that holds is the one given. */
-	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 1000 + GW_DELIVER_WAKE_NS, false, true, true),
+	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 1000 + GW_DELIVER_WAKE_WAIT_NS, false, true, true),
 			GW_DELIVER_WAKE_IDLE);
-	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 1000 + GW_DELIVER_WAKE_NS, true, true, true),
+	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 1000 + GW_DELIVER_WAKE_WAIT_NS, true, true, true),
 			GW_DELIVER_WAKE_HELD);
 	/* A clock that steps back wakes: early is safe, late is not. */
 	CU_ASSERT_EQUAL(gw_deliver_wake_due(&w, 999, true, false, false), GW_DELIVER_WAKE_AGE);
@@ -235,21 +235,21 @@ static void test_wake_oldest(void)
 {
 	struct gw_deliver_wakes w = { 0 };
 	CU_ASSERT_TRUE(gw_deliver_wake_later(&w, 3, 5000));
-	CU_ASSERT_TRUE(gw_deliver_wake_later(&w, 4, 5000 + GW_DELIVER_WAKE_NS / 2));
-	CU_ASSERT_TRUE(gw_deliver_wake_later(&w, 3, 5000 + GW_DELIVER_WAKE_NS - 1));
+	CU_ASSERT_TRUE(gw_deliver_wake_later(&w, 4, 5000 + GW_DELIVER_WAKE_WAIT_NS / 2));
+	CU_ASSERT_TRUE(gw_deliver_wake_later(&w, 3, 5000 + GW_DELIVER_WAKE_WAIT_NS - 1));
 	CU_ASSERT_EQUAL(gw_deliver_wake_count(&w), 2);
-	CU_ASSERT_TRUE(gw_deliver_wake_due(&w, 5000 + GW_DELIVER_WAKE_NS, true, false, false));
+	CU_ASSERT_TRUE(gw_deliver_wake_due(&w, 5000 + GW_DELIVER_WAKE_WAIT_NS, true, false, false));
 	gw_deliver_wake_done(&w);
 	CU_ASSERT_TRUE(gw_deliver_wake_later(&w, 4, 9000000));
 	CU_ASSERT_EQUAL(gw_deliver_wake_count(&w), 1);
 	CU_ASSERT_EQUAL(w.id[0], 4);
-	CU_ASSERT_FALSE(gw_deliver_wake_due(&w, 9000000 + GW_DELIVER_WAKE_NS - 1, true, false,
+	CU_ASSERT_FALSE(gw_deliver_wake_due(&w, 9000000 + GW_DELIVER_WAKE_WAIT_NS - 1, true, false,
 					    false));
 	/* At time 0 too: emptiness is the count, not a zero clock. */
 	gw_deliver_wake_done(&w);
 	CU_ASSERT_TRUE(gw_deliver_wake_later(&w, 0, 0));
 	CU_ASSERT_FALSE(gw_deliver_wake_due(&w, 0, true, false, false));
-	CU_ASSERT_TRUE(gw_deliver_wake_due(&w, GW_DELIVER_WAKE_NS, true, false, false));
+	CU_ASSERT_TRUE(gw_deliver_wake_due(&w, GW_DELIVER_WAKE_WAIT_NS, true, false, false));
 }
 
 /* Every id shown is in the set once, until a full set says so and
