@@ -87,15 +87,9 @@ static inline struct gw_client *gw_control_find_client(struct gw_control *ctl, u
 												   : NULL;
 }
 
-/* The published directory: what gw_control_find_endpoint looks in. */
-static inline const struct gw_dir *gw_control_dir(const struct gw_control *ctl)
+static inline struct gw_client *gw_control_find_endpoint(struct gw_control *ctl, uint32_t ep)
 {
-	return __atomic_load_n(&ctl->dir, __ATOMIC_ACQUIRE);
-}
-
-static inline struct gw_client *gw_control_find_endpoint(struct gw_control *ctl,
-							 const struct gw_dir *d, uint32_t ep)
-{
+	const struct gw_dir *d = __atomic_load_n(&ctl->dir, __ATOMIC_ACQUIRE);
 	uint16_t chan = gw_dir_find(d, ep);
 	return chan ? gw_control_find_client(ctl, chan) : NULL;
 }

@@ -217,27 +217,13 @@ static int reject_queue(struct gw_receiver *rv, uint16_t node, const struct gw_r
 }
 
 /*
- * The client the last record of this frame went into: the rest of a run of
- * records for one endpoint skips the directory, the client's checks and its
- * hold state (open, since the record went in; only a refused delivery
- * changes it). It stands while the directory is the one it was found in
- * and the client is live: what a lookup would say. Within one frame, so
- * within one step: the client's slot and channel cannot be freed under it.
- */
-struct dest_run {
-	const struct gw_dir *dir;
-	struct gw_client *cl;
-	uint32_t ep;
-};
-
-/*
  * Deliver one record into its destination's channel; *dst is that client.
  * Returns 0 when the record is done with (delivered, or its sender will be
  * told), -ENOBUFS when the channel is full, -EAGAIN or -EBUSY when a
  * REJECT is owed but cannot be queued yet (reject_queue).
  */
 static int deliver_rec(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
-		       const struct gw_rec *r, struct gw_client **dst, struct dest_run *run)
+		       const struct gw_rec *r, struct gw_client **dst)
 {
 	if (r->kind == GW_RK_REJECT) {
 		struct gw_reject_body rj;
@@ -248,21 +234,14 @@ static int deliver_rec(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 		return deliver_reject(rv, rj.node ? rj.node : src, r->src_chan, r->dst_ep, r->msg_id,
 				      rj.err, dst);
 	}
-	const struct gw_dir *dir = gw_control_dir(rv->ctl);
-	struct gw_client *cl = run->cl;
-	bool same = cl && run->ep == r->dst_ep && run->dir == dir &&
-		    __atomic_load_n(&cl->live, __ATOMIC_ACQUIRE);
-	run->cl = NULL;
-	if (!same) {
-		cl = gw_control_find_endpoint(rv->ctl, dir, r->dst_ep);
-		if (!cl) {
-			int rc = reject_queue(rv, src, r, -ENOENT);
-			rv->st->reject_unknown_ep += rc == 0;
-			return rc;
-		}
+	struct gw_client *cl = gw_control_find_endpoint(rv->ctl, r->dst_ep);
+	if (!cl) {
+		int rc = reject_queue(rv, src, r, -ENOENT);
+		rv->st->reject_unknown_ep += rc == 0;
+		return rc;
 	}
 	*dst = cl;
-	if (!same && !dest_open(rv, cl))
+	if (!dest_open(rv, cl))
 		return -ENOBUFS;
 	struct gw_chan_desc d = {
 		.len = r->len, .node = src, .ep = r->dst_ep, .chan = r->src_chan,
@@ -276,7 +255,6 @@ static int deliver_rec(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 	if (rc == 0) {
 		rv->st->msgs_in++;
 		rv->st->urgent_msgs_in += urgent != 0;
-		*run = (struct dest_run){ .dir = dir, .cl = cl, .ep = r->dst_ep };
 	}
 	return rc;
 }
@@ -313,12 +291,11 @@ static bool deliver_frame(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 	const uint8_t *pl = rte_pktmbuf_mtod(m, uint8_t *) + GW_FRAME_MIN;
 	size_t len = m->pkt_len - GW_FRAME_MIN, off = *cursor;
 	struct gw_rec r;
-	struct dest_run run = { 0 };
 	int more;
 	bool done = true;
 	while ((more = gw_wire_rec_next(pl, len, &off, &r)) == 1) {
 		struct gw_client *cl = NULL;
-		int rc = deliver_rec(rv, src, urgent, &r, &cl, &run);
+		int rc = deliver_rec(rv, src, urgent, &r, &cl);
 		if (rc == -EAGAIN || (rc == -EBUSY && reject_wait(rv, held_ns))) {
 			done = false;
 			break;
