@@ -156,13 +156,16 @@ static void gwctl_path(char *buf, size_t len)
 		exe[n] = '\0';
 		slash = strrchr(exe, '/');
 	}
-	if (env)
+	if (env) {
 		snprintf(buf, len, "%s", env);
-	else if (slash) {
+		return;
+	}
+	if (slash) {
 		*slash = '\0';
-		snprintf(buf, len, "%s/gwctl", exe);
-	} else
-		snprintf(buf, len, "gwctl");
+		if ((size_t)snprintf(buf, len, "%s/gwctl", exe) < len)
+			return;
+	}
+	snprintf(buf, len, "gwctl"); /* none beside us (or no room for its path): PATH's */
 }
 
 /* The gateway's side, from its telemetry, by the tool that already formats it. */

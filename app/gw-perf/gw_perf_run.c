@@ -343,6 +343,10 @@ static int run_tx(const struct opts *o)
 		epname[nep] = t;
 		ep[nep++] = gw_endpoint_id(t);
 	}
+	if (!nep) {
+		fprintf(stderr, "gw-perf: no endpoint name in '%s': give -e NAME[,NAME...]\n", o->endpoint);
+		return 2;
+	}
 	uint64_t total = o->msgs ? o->msgs * o->writers : UINT64_MAX, refused = 0, i;
 	struct ledger led = { 0 };
 	if (o->ledger)
@@ -354,11 +358,13 @@ static int run_tx(const struct opts *o)
 	uint64_t t0 = now_ns(), pace_t0 = t0, pace_i0 = 0, pace_rate = 0, pdue = t0;
 	struct perf_stamp stamp = { 0 };
 	bool waited = true;
+	/* Message i is writer w's seq-th, to endpoint `to`: counted along, as a
+	 * division per message cost the senders' core more than the send. */
+	uint32_t w = 0;
+	uint64_t seq = 0;
+	unsigned to = 0;
 	for (i = 0; i < total && !live->stop; i++) {
-		struct perf_hdr h = {
-			.magic = PERF_MAGIC, .writer = o->id_base + (uint32_t)(i % o->writers),
-			.seq = i / o->writers,
-		};
+		struct perf_hdr h = { .magic = PERF_MAGIC, .writer = o->id_base + w, .seq = seq };
 		uint64_t rate = __atomic_load_n(&o->rate, __ATOMIC_RELAXED);
 		unsigned burst = __atomic_load_n(&o->burst, __ATOMIC_RELAXED);
 		if (rate != pace_rate) { /* a new pace (interactive set rate) counts from now */
@@ -390,7 +396,6 @@ static int run_tx(const struct opts *o)
 		h.sent_ns = perf_stamp(&stamp, waited);
 		waited = false;
 		memcpy(buf, &h, sizeof(h));
-		unsigned to = (unsigned)(i % o->writers) % nep;
 		rc = tx_one(cl, o, ep[to], epname[to], buf, h.writer, 0);
 		if (rc == -EAGAIN) {
 			waited = true;
@@ -414,6 +419,13 @@ static int run_tx(const struct opts *o)
 		if (rc < 0)
 			return fail("send", rc);
 		COUNT(sent, 1);
+		if (++to == nep)
+			to = 0;
+		if (++w == o->writers) {
+			w = 0;
+			to = 0;
+			seq++;
+		}
 	}
 	total = i;
 	rc = gw_flush(cl, 30000);
