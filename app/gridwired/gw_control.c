@@ -18,6 +18,7 @@
 
 #include "gw_control.h"
 #include "gw_ctl.h"
+#include "gw_peers.h"
 
 /*
  * The directory to change: a copy of the published one, in the buffer

@@ -21,8 +21,9 @@
 #include "gw_deliver.h"
 #include "gw_dir.h"
 #include "gw_node.h"
-#include "gw_peers.h"
-#include "gw_worker.h"
+#include "gw_worker_proxy.h"
+
+struct gw_peers;
 
 /* One receiver's view of a client's channel: its own cache line. */
 struct gw_client_rx {

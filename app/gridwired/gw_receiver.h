@@ -22,7 +22,7 @@
 #include "gw_deliver.h"
 #include "gw_peers.h"
 #include "gw_txq.h"
-#include "gw_worker.h"
+#include "gw_worker_proxy.h"
 
 /* A frame handed from another lcore's port RX to the lane's owner. */
 struct gw_handoff {

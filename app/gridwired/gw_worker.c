@@ -367,9 +367,12 @@ int gw_worker_proxy_init(struct gw_worker_proxy *px, struct gw_worker *w, unsign
 		{ GW_PROXY_CMDS, "cmd", sizeof(struct gw_cmd), GW_CMDQ,
 		  offsetof(struct gw_worker_proxy, cmds) },
 	};
+	static const struct gw_worker_calls calls = { .ack = on_ack, .cmd = command };
 	memset(px, 0, sizeof(*px));
-	if (same)
+	if (same) {
 		px->direct = w;
+		px->calls = &calls;
+	}
 	for (unsigned i = 0; i < sizeof(rings) / sizeof(rings[0]); i++) {
 		/* On the worker's own lcore only REJECTs need a ring. */
 		if (!(what & rings[i].what) || (same && rings[i].what != GW_PROXY_REJECTS))
@@ -395,29 +398,4 @@ void gw_worker_proxy_fini(struct gw_worker_proxy *px)
 	rte_ring_free(px->rejects);
 	rte_ring_free(px->cmds);
 	memset(px, 0, sizeof(*px));
-}
-
-int gw_worker_post_ack(struct gw_worker_proxy *px, uint16_t node, uint16_t lane,
-		       const struct gw_ack *ack, uint64_t now)
-{
-	struct gw_ack_msg a = { .node = node, .lane = lane, .ack = *ack };
-	if (px->direct) {
-		on_ack(px->direct, &a, now);
-		return 0;
-	}
-	return rte_ring_sp_enqueue_elem(px->acks, &a, sizeof(a)) == 0 ? 0 : -ENOBUFS;
-}
-
-int gw_worker_post_reject(struct gw_worker_proxy *px, const struct gw_reject *rj)
-{
-	return rte_ring_sp_enqueue_elem(px->rejects, (void *)rj, sizeof(*rj)) == 0 ? 0 : -EBUSY;
-}
-
-int gw_worker_post_cmd(struct gw_worker_proxy *px, const struct gw_cmd *cmd)
-{
-	if (px->direct) {
-		command(px->direct, cmd);
-		return 0;
-	}
-	return rte_ring_sp_enqueue_elem(px->cmds, (void *)cmd, sizeof(*cmd)) == 0 ? 0 : -EBUSY;
 }
