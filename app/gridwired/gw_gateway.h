@@ -7,14 +7,16 @@
  *   gw_port_rx.c   port RX: rx_burst, auth, faults, parse, dispatch
  *   gw_receiver.c  receiver: in-order delivery into channels, acks, hold/reject
  *   gw_worker.c    worker: batching, lane TX, retransmission, abandon
- *   gw_worker_proxy.c  the other roles' way into a worker (ACKs, REJECTs, commands)
  *   gw_peers.c     peers: table, hellos, up and down (main lcore)
  *   gw_control.c   control: the client socket, channels, endpoints (main lcore)
  *   gw_stats.c     stats over telemetry (the telemetry thread, read only)
  *
- * Calls run one way: port RX -> receiver -> control -> peers, all on
- * gw_txq (port TX) and gw_node; port RX, the receiver and control post to
- * a worker through gw_worker_proxy.c and never call or include the worker. What flows back is data: frames for
+ * and gw_worker_proxy.c, the others' way into a worker (not a role).
+ *
+ * Calls run one way: port RX -> receiver -> control -> peers and
+ * worker -> peers, all on gw_txq (port TX) and gw_node; port RX, the
+ * receiver and control post to a worker through gw_worker_proxy.c and
+ * never call or include the worker. What flows back is data: frames for
  * this node (a worker's loopback ring, read by a receiver) and a peer's
  * change of state (a callback this file gives the peers role, which tells
  * the control role). Between lcores the roles meet only through proxies

@@ -16,7 +16,6 @@
 #ifndef GW_WORKER_PROXY_H
 #define GW_WORKER_PROXY_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
 #include <rte_ring.h>
