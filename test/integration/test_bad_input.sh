@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bad input harms nothing. (1) Bad command lines and configs: one clear
-# line naming what is wrong, exit 2, nothing started (no socket). (2) Ports
+# line naming what is wrong, exit 2, nothing started (no socket); a
+# second ./scripts/gw test while one runs: one line, nothing run. (2) Ports
 # that cannot be opened (no such interface, no such PCI device, a cable
 # socket another process listens on, hugepages that are not there, an MTU
 # the device cannot take): after EAL's own lines, one line of gridwired's
@@ -47,6 +48,20 @@ printf '[port]\nmtuu = 9000\n' >"$work/typo.ini"
 printf '[node]\nid = 1\npeers = 1\n' >"$work/self.ini"
 printf 'just words\n' >"$work/words.ini"
 refuse "unknown or incomplete argument" --frobnicate
+# A second test run while one holds the lock (here a lock of our own, so
+# that this holds whether or not the suite runs us): refused at once, in
+# one line, before it builds or tears anything down.
+exec {lockfd}>"$work/test.lock"
+flock -n "$lockfd"
+rc=0
+out=$(GW_TEST_LOCK=$work/test.lock GW_TEST_LOCKED='' "$ROOT/scripts/gw" test integration docs 2>&1) || rc=$?
+exec {lockfd}>&-
+if ((rc == 1)) && [[ $out == *"FATAL: another ./scripts/gw test is running"* && $(wc -l <<<"$out") == 1 ]]; then
+    echo "ok: refused ($rc): $out"
+else
+    echo "FAIL: a second gw test while one runs -> exit $rc, output: $out"
+    fail=1
+fi
 refuse "mtu" -c "$work/mtu.ini"
 refuse "mtuu" -c "$work/typo.ini"
 refuse "peers" -c "$work/self.ini"

@@ -26,7 +26,7 @@ for what in stats port lanes peers; do "$GWCTL" -n alpha "$what" >"$work/alpha.$
 "$GWCTL" -n nosuch stats >"$work/nosuch" 2>&1 && nosuch=0 || nosuch=$?
 gw_gateways_down
 cat "$work/alpha.stats" "$work/alpha.port2" "$work/alpha.lanes" "$work/alpha.peers" "$work/beta.clients" \
-    "$work/beta.lcores"
+    "$work/beta.lanes" "$work/beta.lcores"
 
 fail=0
 want() { # description file pattern (grep -E)
@@ -52,7 +52,25 @@ print(f"{'ok' if ok else 'FAIL'}: the lane to beta's frames by messages in them,
 sys.exit(0 if ok else 1)
 PY
 want "alpha's lane to beta carried the 200,000 messages" "$work/alpha.lanes" "^ +2 +0 +bulk +[1-9][0-9]* +200000 "
-want "beta's lane from alpha delivered them, no duplicate or redundant frames, by receiver 0" "$work/beta.lanes" "^ +1 +0 .* 200000 +0 +0 +0$"
+# Beta's lane from alpha: all 200,000 delivered by receiver 0, and no
+# duplicate or redundant frame but for the copies alpha sent again (an
+# ACK late on a busy machine brings one; a duplicate beyond them would
+# be a bug).
+python3 - "$work/alpha.lanes" "$work/beta.lanes" <<'PY' || fail=1
+import sys
+def lane(path, peer):
+    lines = open(path).read().splitlines()
+    head = next(l.split() for l in lines if l.startswith("peer  lane  class"))
+    row = next((l.split() for l in lines if l.split()[:3] == [peer, "0", "bulk"]), None)
+    return dict(zip(head, row)) if row else {}
+a, b = lane(sys.argv[1], "2"), lane(sys.argv[2], "1")
+sent_again = int(a.get("tx_retrans", 0))
+extra = int(b.get("rx_dups", -1)) + int(b.get("rx_redundant", -1))
+ok = b.get("rx_msgs") == "200000" and b.get("receiver") == "0" and 0 <= extra <= sent_again
+print(f"{'ok' if ok else 'FAIL'}: beta's lane from alpha delivered {b.get('rx_msgs')} messages by receiver "
+      f"{b.get('receiver')}, {extra} duplicate or redundant frames for {sent_again} sent again")
+sys.exit(0 if ok else 1)
+PY
 want "beta's one lcore runs every role and took in the 200,000" "$work/beta.lcores" "^ +0 +main worker0 receiver0 +0 +1 +1u,0 +[1-9][0-9]* +[1-9][0-9]* +200000 "
 want "beta is up" "$work/alpha.peers" "beta +up"
 want "beta's client got all 200,000" "$work/beta.clients" " 200000 "
