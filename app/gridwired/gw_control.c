@@ -102,7 +102,7 @@ void gw_control_sample(struct gw_control *ctl)
 int gw_control_open(struct gw_control *ctl, char *err, size_t errlen)
 {
 	const char *path = ctl->node->cfg->socket_path;
-	ctl->listen_fd = ctl->epfd = -1;
+	ctl->listen_fd = ctl->epfd = ctl->alive_fd = -1;
 	ctl->clients = rte_zmalloc("gw_clients", sizeof(*ctl->clients) * ctl->node->cfg->clients_max,
 				   64);
 	ctl->dirs = rte_malloc("gw_dirs", sizeof(*ctl->dirs) * 2, 64);
@@ -112,6 +112,13 @@ int gw_control_open(struct gw_control *ctl, char *err, size_t errlen)
 	}
 	gw_dir_init(&ctl->dirs[0]);
 	ctl->dir = &ctl->dirs[0];
+	/* Locked by this thread, the main lcore's, which lives as long as the
+	 * gateway: what clients ask on every send. */
+	int arc = gw_chan_alive_create(&ctl->alive, &ctl->alive_fd);
+	if (arc < 0) {
+		snprintf(err, errlen, "cannot make the clients' liveness page: %s", strerror(-arc));
+		return arc;
+	}
 	char dir[GW_PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s", path);
 	mkdir(dirname(dir), 0755);
@@ -306,7 +313,8 @@ static int ctl_hello(void *ctx, uint16_t chan, struct gw_ctl_msg *m, int *fds)
 	fds[0] = cl->chan.memfd;
 	fds[1] = cl->chan.efd_rx;
 	fds[2] = cl->chan.efd_tx;
-	return 3;
+	fds[3] = ctl->alive_fd;
+	return GW_CTL_FDS;
 }
 
 static int ctl_ep_add(void *ctx, const char *name, uint16_t chan)
@@ -353,7 +361,7 @@ static bool ctl_request(struct gw_control *ctl, struct gw_client *cl)
 	struct gw_ctl_peer p = { .chan = cl->chan_id, .refused = cl->refused,
 				 .connected = cl->chan.shm != NULL };
 	struct ctl_req req = { ctl, cl };
-	int fds[3];
+	int fds[GW_CTL_FDS];
 	int nfds = gw_ctl_serve(&ops, &req, &p, &m, fds);
 	if (nfds == GW_CTL_HANGUP) {
 		gw_ctl_reply(cl->sock, &m, fds, 0);
@@ -408,6 +416,9 @@ void gw_control_close(struct gw_control *ctl)
 		close(ctl->listen_fd);
 		unlink(ctl->node->cfg->socket_path);
 	}
+	if (ctl->alive_fd >= 0)
+		gw_chan_alive_destroy(ctl->alive, ctl->alive_fd);
+	ctl->alive_fd = -1;
 	rte_free(ctl->clients);
 	rte_free(ctl->dirs);
 	ctl->clients = NULL;

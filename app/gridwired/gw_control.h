@@ -60,6 +60,8 @@ struct gw_control {
 	struct rte_rcu_qsbr *qs;
 	unsigned qs_id; /* the main lcore's thread id in qs */
 	int listen_fd, epfd;
+	struct gw_chan_alive *alive; /* the liveness page clients map (gw_chan.h) */
+	int alive_fd;
 	struct gw_client *clients; /* cfg->clients_max */
 	uint16_t chan_slot[65536]; /* chan id -> client index + 1 (atomic) */
 	uint16_t next_chan;

@@ -18,7 +18,6 @@
 #include "gw_gateway.h"
 
 #define GW_CTL_POLL_NS (1000 * 1000ull)
-#define GW_LOOPQ 1024 /* frames a worker has built for this node, not yet delivered */
 
 /* --- the loop --- */
 
@@ -164,12 +163,12 @@ static int init_roles(struct gw_gateway *g, uint64_t auth_start)
 		unsigned k = (unsigned)lc->e->worker;
 		char name[32];
 		snprintf(name, sizeof(name), "gw_loop%u", k);
-		g->loops[k] = rte_ring_create(name, GW_LOOPQ, SOCKET_ID_ANY,
-					      RING_F_SP_ENQ | RING_F_SC_DEQ);
-		if (!g->loops[k] ||
+		g->loops[k].ring = rte_ring_create(name, GW_LOOPQ, SOCKET_ID_ANY,
+						   RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (!g->loops[k].ring ||
 		    (rc = gw_worker_init(lc->w, &g->node, &g->peers, (uint16_t)k, &lc->txq, &lc->st,
-					 g->loops[k])) < 0)
-			return g->loops[k] ? rc : -ENOMEM;
+					 &g->loops[k])) < 0)
+			return g->loops[k].ring ? rc : -ENOMEM;
 	}
 	/* Receivers and the control role reach workers through proxies. */
 	for (unsigned i = 0; i < l->n; i++) {
@@ -185,7 +184,7 @@ static int init_roles(struct gw_gateway *g, uint64_t auth_start)
 	/* Worker k's frames for this node: delivered by receiver k mod R. */
 	for (unsigned k = 0; k < l->workers; k++) {
 		struct gw_receiver *rv = &g->receivers[k % l->receivers];
-		rv->loops[rv->nloops++].ring = g->loops[k];
+		rv->loops[rv->nloops++].lb = &g->loops[k];
 	}
 	for (unsigned i = 0; i < l->n; i++) {
 		struct gw_lcore *lc = &g->lc[i];
@@ -466,7 +465,7 @@ void gw_gateway_fini(struct gw_gateway *g)
 		gw_txq_fini(&g->lc[i].txq);
 	}
 	for (unsigned k = 0; k < GW_LANES_MAX; k++)
-		rte_ring_free(g->loops[k]);
+		rte_ring_free(g->loops[k].ring);
 	gw_port_close(&g->port);
 	rte_free(g->qs);
 	rte_free(g->lc);

@@ -107,7 +107,7 @@ struct gw_gateway {
 	struct gw_worker *workers; /* layout.workers */
 	struct gw_receiver *receivers; /* layout.receivers */
 	struct gw_port_rx *prx;        /* one per receiver */
-	struct rte_ring *loops[GW_LANES_MAX]; /* each worker's frames for this node */
+	struct gw_loopback loops[GW_LANES_MAX]; /* each worker's frames for this node */
 	struct gw_port_req port_req;
 	uint64_t last_tick_ns, last_ctl_ns;
 	bool launched;

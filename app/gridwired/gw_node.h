@@ -43,6 +43,18 @@ static inline uint16_t gw_lane_of_slot(unsigned slot)
 
 struct gw_auth_keys;
 struct gw_links;
+struct rte_ring;
+
+#define GW_LOOPQ 1024 /* frames a worker has built for this node, not yet delivered */
+
+/* A worker's frames for this node itself: the ring its receiver takes them
+ * from, and how many of them that receiver has delivered in full (its
+ * word, on a line of its own; the worker reads it to settle what its
+ * clients sent to this node). */
+struct gw_loopback {
+	struct rte_ring *ring;
+	alignas(64) volatile uint64_t done;
+};
 
 /* This gateway, as its frames say it; set at init, read by every lcore. */
 struct gw_node {

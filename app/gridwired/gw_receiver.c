@@ -46,7 +46,7 @@ void gw_receiver_fini(struct gw_receiver *rv)
 		if (l->head)
 			rte_pktmbuf_free(l->head);
 		struct rte_mbuf *m;
-		while (rte_ring_sc_dequeue(l->ring, (void **)&m) == 0)
+		while (rte_ring_sc_dequeue(l->lb->ring, (void **)&m) == 0)
 			rte_pktmbuf_free(m);
 	}
 	rv->nhandoff = rv->nloops = 0;
@@ -379,7 +379,7 @@ static bool deliver_loops(struct gw_receiver *rv)
 		struct gw_loop *l = &rv->loops[i];
 		for (unsigned k = 0; k < GW_LOOP_BURST; k++) {
 			if (!l->head) {
-				if (rte_ring_sc_dequeue(l->ring, (void **)&l->head))
+				if (rte_ring_sc_dequeue(l->lb->ring, (void **)&l->head))
 					break;
 				l->cursor = 0;
 				l->held_ns = 0;
@@ -392,6 +392,7 @@ static bool deliver_loops(struct gw_receiver *rv)
 				break;
 			rte_pktmbuf_free(l->head);
 			l->head = NULL;
+			__atomic_store_n(&l->lb->done, l->lb->done + 1, __ATOMIC_RELEASE);
 		}
 	}
 	return work;
@@ -436,7 +437,7 @@ uint64_t gw_receiver_pending(const struct gw_receiver *rv)
 {
 	uint64_t n = 0;
 	for (unsigned i = 0; i < rv->nloops; i++)
-		n += rte_ring_count(rv->loops[i].ring) +
+		n += rte_ring_count(rv->loops[i].lb->ring) +
 		     (__atomic_load_n(&rv->loops[i].head, __ATOMIC_RELAXED) != NULL);
 	for (unsigned i = 0; i < rv->nhandoff; i++)
 		n += rte_ring_count(rv->handoff[i]);

@@ -30,9 +30,9 @@ struct gw_handoff {
 	struct gw_hdr h;
 };
 
-/* A worker's loopback ring, and how far into its head frame we are. */
+/* A worker's loopback, and how far into its head frame we are. */
 struct gw_loop {
-	struct rte_ring *ring;
+	struct gw_loopback *lb;
 	struct rte_mbuf *head;
 	uint32_t cursor;
 	uint64_t held_ns;

@@ -37,7 +37,7 @@ static int batch_open(void *ctx, uint16_t node, struct gw_batch_frame *f)
 		/* Each batcher holds at most one open frame per node, and the
 		 * worker is the only producer on its loopback ring: a frame
 		 * opens only with a place in it for every open one. */
-		if (rte_ring_free_count(w->loop) <= w->loop_open)
+		if (rte_ring_free_count(w->loop->ring) <= w->loop_open)
 			return -EAGAIN;
 		w->loop_open++;
 	} else {
@@ -76,7 +76,8 @@ static void batch_ship(void *ctx, struct gw_batch_frame *f)
 		m->data_len = (uint16_t)(GW_FRAME_MIN + f->used);
 		m->pkt_len = m->data_len;
 		m->hash.usr = k->cls; /* the receiver's only way to know */
-		rte_ring_sp_enqueue(w->loop, m); /* room was checked at open */
+		rte_ring_sp_enqueue(w->loop->ring, m); /* room was checked at open */
+		w->loop_serial[w->loop_shipped++ % GW_LOOPQ] = ++w->serial;
 		w->st->msgs_local += f->nrec;
 		return;
 	}
@@ -94,6 +95,7 @@ static void batch_ship(void *ctx, struct gw_batch_frame *f)
 	rte_mbuf_refcnt_update(m, 1);
 	gw_txq_send(w->txq, m, &p->addr, &h, 0);
 	gw_lane_tx_push(tx, m, w->now);
+	gw_lane_tx_tag(tx, ++w->serial);
 	tx->msgs += f->nrec;
 	w->st->msgs_out += f->nrec;
 	if (k->cls == GW_CLASS_URGENT) {
@@ -182,6 +184,14 @@ static bool abandon(struct gw_worker *w)
 		while (!__atomic_load_n(&p->up, __ATOMIC_ACQUIRE) && (m = gw_lane_tx_oldest(tx))) {
 			/* The place is (lane, node, seq), not the mbuf: one mbuf
 			 * may come back as another frame. */
+			/* Its messages are settled only once their REJECTs are in
+			 * their senders' rings: hold settling at this frame until
+			 * the loopback frames carrying them are delivered. */
+			uint32_t serial = gw_lane_tx_oldest_tag(tx);
+			if (!w->barrier_on || (int32_t)(serial - w->barrier) < 0)
+				w->barrier = serial;
+			w->barrier_on = true;
+			w->barrier_loop = UINT64_MAX; /* set when the step ends */
 			if (w->abandon_slot != slot || w->abandon_node != node ||
 			    w->abandon_seq != tx->una) {
 				w->abandon_slot = slot;
@@ -285,6 +295,48 @@ static bool retransmit(struct gw_worker *w)
 	return total > 0;
 }
 
+/* A pass of class cls has shipped its frames: checkpoint its channels. */
+static void checkpoint(struct gw_worker *w, unsigned cls)
+{
+	for (unsigned i = 0; i < w->nchans; i++)
+		gw_chan_checkpoint(w->chans[i], cls, w->serial);
+}
+
+/*
+ * Which of the channels' messages are settled: every frame numbered below
+ * the oldest one still in flight on a lane, still on the loopback, or
+ * given up with REJECTs not yet delivered. O(lanes), and O(channels) when
+ * that moved.
+ */
+static void settle(struct gw_worker *w)
+{
+	uint32_t below = w->serial + 1;
+	struct gw_peers *ps = w->peers;
+	unsigned known = gw_peers_known(ps);
+	for (unsigned i = 0; i < known * GW_CLASSES; i++) {
+		const struct gw_lane_tx *tx = &ps->peer[ps->known[i / GW_CLASSES]].tx[w->cls[i % GW_CLASSES].slot];
+		if (gw_lane_tx_inflight(tx) && (int32_t)(gw_lane_tx_oldest_tag(tx) - below) < 0)
+			below = gw_lane_tx_oldest_tag(tx);
+	}
+	uint64_t done = __atomic_load_n(&w->loop->done, __ATOMIC_ACQUIRE);
+	if (done != w->loop_shipped && (int32_t)(w->loop_serial[done % GW_LOOPQ] - below) < 0)
+		below = w->loop_serial[done % GW_LOOPQ];
+	if (w->barrier_on) {
+		if (w->barrier_loop == UINT64_MAX)
+			w->barrier_loop = w->loop_shipped; /* abandon's REJECTs have shipped */
+		else if (done >= w->barrier_loop)
+			w->barrier_on = false;
+		if (w->barrier_on && (int32_t)(w->barrier - below) < 0)
+			below = w->barrier;
+	}
+	if (below == w->settled_below)
+		return;
+	w->settled_below = below;
+	for (unsigned i = 0; i < w->nchans; i++)
+		for (unsigned c = 0; c < GW_CLASSES; c++)
+			gw_chan_settle(w->chans[i], c, below);
+}
+
 bool gw_worker_step(struct gw_worker *w, uint64_t now)
 {
 	bool work, draining = __atomic_load_n(&w->node->draining, __ATOMIC_ACQUIRE);
@@ -293,15 +345,19 @@ bool gw_worker_step(struct gw_worker *w, uint64_t now)
 	/* Urgent frames leave before the bulk pass, which can take a while. */
 	if (!draining && gw_batch_pass(&w->batch[GW_CLASS_URGENT], w->chans, w->nchans) > 0) {
 		gw_txq_flush_urgent(w->txq);
+		checkpoint(w, GW_CLASS_URGENT);
 		work = true;
 	}
 	rejects_flush(w);
 	work |= abandon(w);
-	if (!draining)
-		work |= gw_batch_pass(&w->batch[GW_CLASS_BULK], w->chans, w->nchans) > 0;
-	else
+	if (!draining && gw_batch_pass(&w->batch[GW_CLASS_BULK], w->chans, w->nchans) > 0) {
+		checkpoint(w, GW_CLASS_BULK);
+		work = true;
+	} else if (draining) {
 		gw_batch_pass(&w->batch[GW_CLASS_BULK], NULL, 0); /* ships what rejects_flush added */
+	}
 	work |= retransmit(w);
+	settle(w);
 	return work;
 }
 
@@ -322,7 +378,7 @@ uint64_t gw_worker_pending(const struct gw_worker *w)
 }
 
 int gw_worker_init(struct gw_worker *w, const struct gw_node *node, struct gw_peers *peers,
-		   uint16_t lane, struct gw_txq *txq, struct gw_counters *st, struct rte_ring *loop)
+		   uint16_t lane, struct gw_txq *txq, struct gw_counters *st, struct gw_loopback *loop)
 {
 	memset(w, 0, sizeof(*w));
 	w->node = node;

@@ -40,7 +40,17 @@ struct gw_worker {
 	uint16_t lane;
 	struct gw_txq *txq;         /* its lcore's */
 	struct gw_counters *st;     /* its lcore's */
-	struct rte_ring *loop;      /* frames for this node, to its receiver */
+	struct gw_loopback *loop;   /* frames for this node, to its receiver */
+	/* Settling what its channels sent (gw_chan_checkpoint): frames are
+	 * numbered (serial, the last one shipped); loopback frames' serials in
+	 * the order shipped, from loop_shipped back; every frame numbered below
+	 * settled_below settled at the last look. barrier: a frame given up
+	 * whose REJECTs are not yet in their senders' rings (until the receiver
+	 * has delivered loop frame barrier_loop). */
+	uint32_t serial, settled_below, barrier;
+	bool barrier_on;
+	uint64_t loop_shipped, barrier_loop;
+	uint32_t loop_serial[GW_LOOPQ];
 	struct gw_batcher batch[GW_CLASSES]; /* a batcher per class */
 	struct gw_worker_class cls[GW_CLASSES];
 	unsigned loop_open;         /* frames for this node open in the batchers */
@@ -61,7 +71,7 @@ struct gw_worker {
 };
 
 int gw_worker_init(struct gw_worker *w, const struct gw_node *node, struct gw_peers *peers,
-		   uint16_t lane, struct gw_txq *txq, struct gw_counters *st, struct rte_ring *loop);
+		   uint16_t lane, struct gw_txq *txq, struct gw_counters *st, struct gw_loopback *loop);
 void gw_worker_fini(struct gw_worker *w);
 bool gw_worker_step(struct gw_worker *w, uint64_t now);
 /* Frames sent and not yet acknowledged, REJECTs not yet sent. */

@@ -120,10 +120,11 @@ static struct gw_chan wgw[CLIENTS], wcl[CLIENTS];
 
 static void worker_up(void)
 {
-	static struct rte_ring *loop;
-	loop = rte_ring_create("bench_loop", 1024, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	int rc = gw_worker_init(&worker, &node, &peers, 0, &txq, &st, loop);
-	if (!loop || rc < 0)
+	static struct gw_loopback loop;
+	loop.ring = rte_ring_create("bench_loop", GW_LOOPQ, SOCKET_ID_ANY,
+				    RING_F_SP_ENQ | RING_F_SC_DEQ);
+	int rc = gw_worker_init(&worker, &node, &peers, 0, &txq, &st, &loop);
+	if (!loop.ring || rc < 0)
 		die("worker", rc ? rc : -ENOMEM);
 	if (gw_worker_proxy_init(&wpx, &worker, 0, true,
 				 GW_PROXY_ACKS | GW_PROXY_REJECTS | GW_PROXY_CMDS) < 0)

@@ -42,6 +42,7 @@
 
 #include <stdalign.h>
 #include <stdbool.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -50,11 +51,12 @@
 #include "gw_wire.h" /* enum gw_class */
 
 #define GW_CHAN_MAGIC 0x4e414843u /* "CHAN" */
-#define GW_CHAN_VERSION 4
+#define GW_CHAN_VERSION 5
 #define GW_CHAN_CPU_NONE UINT32_MAX /* rx_wait_cpu: not known (yet) */
 #define GW_MAX_NODES 256
 #define GW_CHAN_BURST 32
 #define GW_CHAN_RX_MAX 8 /* RX parts: one per receiver lcore */
+#define GW_CHAN_CHECKPOINTS 4 /* per TX class: how finely settling follows consumption */
 
 struct rte_ring;
 
@@ -89,14 +91,35 @@ struct gw_chan_tx_layout {
 	uint32_t ring_off, arena_off, arena_size, ring_count;
 };
 
-/* The gateway's word for one TX class, on a line of its own. */
+/* The gateway's words for one TX class, on a line of its own. */
 struct gw_chan_tx_tail {
 	alignas(64) volatile uint32_t tail; /* TX arena bytes before it may be reused */
+	/* Messages of the class, counted from the first send, whose fate is
+	 * settled: delivered into their destination's ring, refused there
+	 * (a REJECT is on its way), or refused by this gateway (its REJECT
+	 * is in the client's ring). Always a prefix of the sends: what a
+	 * client sent past it is in flight, and in doubt if the gateway dies. */
+	volatile uint32_t settled;
 };
 
 /* The client's word for one RX part, on a line of its own. */
 struct gw_chan_rx_tail {
 	alignas(64) volatile uint32_t tail; /* RX arena bytes before it may be reused */
+};
+
+/*
+ * The gateway's liveness, for a client to ask on every send at the cost of
+ * a load: one page per gateway, sealed (F_SEAL_FUTURE_WRITE) so that
+ * clients can map it only read-only, holding a robust, process-shared
+ * mutex that the gateway's main thread locks at start and holds for its
+ * life. The mutex's first word is its futex word (glibc and musl on
+ * Linux): it holds the owner's thread id while the owner lives, and the
+ * kernel clears that and sets FUTEX_OWNER_DIED when the owner dies, even
+ * by SIGKILL, before the gateway's sockets close. Clients cannot write the
+ * page, so none can unlink the robust list that the kernel walks.
+ */
+struct gw_chan_alive {
+	alignas(64) pthread_mutex_t held;
 };
 
 struct gw_chan_shm {
@@ -169,6 +192,13 @@ struct gw_chan_tx {
 	/* gateway: descriptors taken from the ring, not yet consumed */
 	struct gw_chan_desc cache[GW_CHAN_BURST];
 	uint16_t cache_n, cache_i;
+	/* gateway: checkpoints, oldest first: the first `msgs` messages had
+	 * all gone into frames numbered up to `serial` (gw_chan_checkpoint) */
+	struct {
+		uint32_t serial, msgs;
+	} ck[GW_CHAN_CHECKPOINTS];
+	uint8_t ck_first, ck_n;
+	uint32_t settled; /* gateway: the last value published */
 };
 
 /* One end of a channel, private to its process. */
@@ -186,6 +216,7 @@ struct gw_chan {
 	int efd_rx; /* signalled when RX has data for a sleeping client */
 	int efd_tx; /* signalled when TX has room for a sleeping client */
 	int hup_fd; /* client: the control socket, which closes when the gateway dies */
+	const volatile uint32_t *alive; /* client: the gateway's liveness word (gw_chan_alive) */
 	struct gw_chan_shm *shm;
 	bool broken; /* the client wrote an invalid descriptor */
 	uint8_t wait_cls; /* client: the class a send last found full */
@@ -217,11 +248,20 @@ static inline void gw_chan_close(struct gw_chan *c)
 		close(c->efd_rx);
 	if (c->efd_tx >= 0)
 		close(c->efd_tx);
+	if (c->alive)
+		munmap((void *)(uintptr_t)c->alive, sizeof(struct gw_chan_alive));
 	memset(c, 0, sizeof(*c));
 	c->memfd = c->efd_rx = c->efd_tx = c->hup_fd = -1;
 }
 
+
 /* --- gateway side (gw_chan_gw.c, links librte_ring) --- */
+
+/* Make the liveness page, locked by the calling thread (the one that lives
+ * as long as the gateway): its fd for clients; 0 or -errno. */
+int gw_chan_alive_create(struct gw_chan_alive **page, int *fd);
+/* Unlocked and unmapped (a clean stop: clients see the gateway gone). */
+void gw_chan_alive_destroy(struct gw_chan_alive *page, int fd);
 
 /* Create a region and its eventfds; rings are initialised in place. The
  * urgent TX class gets an eighth of the bulk ring and arena (at least 64
@@ -241,6 +281,20 @@ unsigned gw_chan_backlog(const struct gw_chan *c, unsigned cls);
 
 /* The first n peeked messages of class cls are packed: free their arena bytes. */
 void gw_chan_consume(struct gw_chan *c, unsigned cls, unsigned n);
+
+/*
+ * Settling (struct gw_chan_tx_tail's `settled`), for the worker that
+ * drains the channel and numbers the frames it builds (serial, wrapping,
+ * one up per frame). After a pass has shipped its frames: every message
+ * of class cls consumed so far went into a frame numbered up to serial
+ * (a no-op when none was consumed since the last checkpoint; with every
+ * checkpoint in use the newest is moved forward, so settling lags by a
+ * little more). Then, whenever it is known: every frame numbered below
+ * `below` is settled (acked by its peer, or delivered on the loopback),
+ * and so is each checkpoint under it, which gw_chan_settle publishes.
+ */
+void gw_chan_checkpoint(struct gw_chan *c, unsigned cls, uint32_t serial);
+void gw_chan_settle(struct gw_chan *c, unsigned cls, uint32_t below);
 
 /*
  * Deliver one message into RX part `part` (the calling receiver's own),
@@ -286,6 +340,14 @@ void gw_chan_wake(struct gw_chan *c);
 
 /* Map a region received from the gateway and check its layout. */
 int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx);
+/* Map the gateway's liveness page (read-only; the fd is closed). 0 or -errno. */
+int gw_chan_attach_alive(struct gw_chan *c, int fd);
+
+/* Does the gateway live? A load of its liveness word (true while none is mapped). */
+static inline bool gw_chan_gateway_lives(const struct gw_chan *c)
+{
+	return !c->alive || (__atomic_load_n(c->alive, __ATOMIC_ACQUIRE) & 0x3fffffffu) != 0;
+}
 
 /*
  * Copy one message of class cls in, made of hlen bytes of hdr then blen of
@@ -301,6 +363,17 @@ static inline int gw_chan_send(struct gw_chan *c, uint16_t node, uint32_t ep, co
 
 /* Has the gateway taken every message sent so far, of every class? */
 bool gw_chan_tx_empty(struct gw_chan *c);
+
+/* Sends of class cls accepted and not settled (see gw_chan_tx_tail). */
+uint32_t gw_chan_unsettled(const struct gw_chan *c, unsigned cls);
+
+/*
+ * The descriptor of this client's send number k of class cls (counted
+ * from 0), if the ring still holds it (at most a ring's worth of sends
+ * ago): for telling the sender where an unsettled message was going.
+ */
+bool gw_chan_sent_desc(const struct gw_chan *c, unsigned cls, uint32_t k,
+		       struct gw_chan_desc *d);
 
 /* Next received descriptor and its payload; -EAGAIN when empty. */
 int gw_chan_recv(struct gw_chan *c, struct gw_chan_desc *d, const uint8_t **data);

@@ -88,6 +88,16 @@ int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx)
 	return 0;
 }
 
+int gw_chan_attach_alive(struct gw_chan *c, int fd)
+{
+	void *p = mmap(NULL, sizeof(struct gw_chan_alive), PROT_READ, MAP_SHARED, fd, 0);
+	int rc = p == MAP_FAILED ? -errno : 0;
+	close(fd);
+	if (rc == 0)
+		c->alive = (const volatile uint32_t *)p; /* the mutex's futex word */
+	return rc;
+}
+
 /* The client will wait for class cls's tail to move on from tail: what
  * gw_chan_arm compares. */
 static void tx_wait_on(struct gw_chan *c, unsigned cls, uint32_t tail)
@@ -155,6 +165,23 @@ bool gw_chan_tx_empty(struct gw_chan *c)
 	return true;
 }
 
+uint32_t gw_chan_unsettled(const struct gw_chan *c, unsigned cls)
+{
+	return c->tx[cls].msgs - __atomic_load_n(&c->shm->tx_tail[cls].settled, __ATOMIC_ACQUIRE);
+}
+
+bool gw_chan_sent_desc(const struct gw_chan *c, unsigned cls, uint32_t k, struct gw_chan_desc *d)
+{
+	/* Send k went into ring slot k (the ring counts from 0, one per send)
+	 * and stays there until send k + size takes the slot. */
+	const struct gw_chan_tx *t = &c->tx[cls];
+	uint32_t size = c->shm->tx[cls].ring_count; /* a power of two, checked at attach */
+	if (t->msgs - k > size || t->msgs - k == 0)
+		return false;
+	memcpy(d, (const struct gw_chan_desc *)(t->ring + 1) + (k & (size - 1)), sizeof(*d));
+	return true;
+}
+
 /* Hand released RX bytes back to the gateway, part by part. */
 static void rx_publish(struct gw_chan *c)
 {
@@ -207,6 +234,8 @@ void gw_chan_recv_done(struct gw_chan *c, const struct gw_chan_desc *d)
 
 bool gw_chan_gateway_gone(const struct gw_chan *c)
 {
+	if (!gw_chan_gateway_lives(c))
+		return true;
 	/* Readable with nothing to read is the socket's end; a request's reply
 	 * (taken meanwhile by the request, when another thread asks) is not. */
 	char b;

@@ -31,6 +31,44 @@ static bool tx_params_ok(uint32_t ring_count, uint32_t arena_size, uint32_t msg_
 	return is_pow2(ring_count) && is_pow2(arena_size) && msg_max <= arena_size / 2;
 }
 
+int gw_chan_alive_create(struct gw_chan_alive **page, int *fd)
+{
+	pthread_mutexattr_t a;
+	int rc;
+	*fd = memfd_create("gw_alive", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (*fd < 0)
+		return -errno;
+	void *p = MAP_FAILED;
+	if (ftruncate(*fd, sizeof(**page)) < 0 ||
+	    (p = mmap(NULL, sizeof(**page), PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0)) == MAP_FAILED)
+		goto fail;
+	*page = p;
+	if ((rc = pthread_mutexattr_init(&a)) || (rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED)) ||
+	    (rc = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST)) ||
+	    (rc = pthread_mutex_init(&(*page)->held, &a)) || (rc = pthread_mutex_lock(&(*page)->held))) {
+		errno = rc;
+		goto fail;
+	}
+	/* Ours alone to write from here: clients map it read-only. */
+	if (fcntl(*fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0)
+		goto fail;
+	return 0;
+fail:
+	rc = -errno;
+	if (p != MAP_FAILED)
+		munmap(p, sizeof(**page));
+	close(*fd);
+	*fd = -1;
+	return rc;
+}
+
+void gw_chan_alive_destroy(struct gw_chan_alive *page, int fd)
+{
+	pthread_mutex_unlock(&page->held);
+	munmap(page, sizeof(*page));
+	close(fd);
+}
+
 int gw_chan_create(struct gw_chan *c, uint32_t chan_id, uint32_t node_id,
 		   const struct gw_chan_params *p)
 {
@@ -238,6 +276,38 @@ void gw_chan_consume(struct gw_chan *c, unsigned cls, unsigned n)
 	if (c->shm->tx_wait && gw_chan_backlog(c, cls) <= t->ring_half) {
 		c->shm->tx_wait = 0;
 		eventfd_write(c->efd_tx, 1);
+	}
+}
+
+void gw_chan_checkpoint(struct gw_chan *c, unsigned cls, uint32_t serial)
+{
+	struct gw_chan_tx *t = &c->tx[cls];
+	unsigned last = (t->ck_first + t->ck_n + GW_CHAN_CHECKPOINTS - 1) % GW_CHAN_CHECKPOINTS;
+	if (t->ck_n ? t->ck[last].msgs == t->msgs : t->settled == t->msgs)
+		return;
+	if (t->ck_n == GW_CHAN_CHECKPOINTS) {
+		t->ck[last].serial = serial;
+		t->ck[last].msgs = t->msgs;
+		return;
+	}
+	unsigned i = (t->ck_first + t->ck_n++) % GW_CHAN_CHECKPOINTS;
+	t->ck[i].serial = serial;
+	t->ck[i].msgs = t->msgs;
+}
+
+void gw_chan_settle(struct gw_chan *c, unsigned cls, uint32_t below)
+{
+	struct gw_chan_tx *t = &c->tx[cls];
+	uint32_t settled = t->settled;
+	/* Serials wrap: "below" is a signed distance, never far apart. */
+	while (t->ck_n && (int32_t)(t->ck[t->ck_first].serial - below) < 0) {
+		settled = t->ck[t->ck_first].msgs;
+		t->ck_first = (uint8_t)((t->ck_first + 1) % GW_CHAN_CHECKPOINTS);
+		t->ck_n--;
+	}
+	if (settled != t->settled) {
+		t->settled = settled;
+		__atomic_store_n(&c->shm->tx_tail[cls].settled, settled, __ATOMIC_RELEASE);
 	}
 }
 

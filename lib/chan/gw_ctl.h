@@ -3,8 +3,8 @@
  * gw_ctl: the control-socket messages between a client and its gateway.
  *
  * A client connects to the gateway's Unix SOCK_SEQPACKET socket and sends
- * HELLO; the reply carries its channel (memfd and two eventfds, passed with
- * SCM_RIGHTS). REGISTER/UNREGISTER name endpoints. Closing the socket (or
+ * HELLO; the reply carries its channel (memfd and two eventfds) and the
+ * gateway's liveness page (gw_chan_alive), passed with SCM_RIGHTS. REGISTER/UNREGISTER name endpoints. Closing the socket (or
  * dying) ends the session: the gateway reclaims the channel and endpoints.
  *
  * Endpoint ids are a hash of the name, so a sender names a remote endpoint
@@ -24,7 +24,8 @@
 
 #include "gw_wire.h"
 
-#define GW_CTL_VERSION 1
+#define GW_CTL_VERSION 2 /* 2: HELLO's reply carries the liveness page */
+#define GW_CTL_FDS 4     /* with HELLO's reply: memfd, eventfds rx and tx, liveness page */
 
 enum gw_ctl_op {
 	GW_CTL_HELLO = 1,      /* arg: GW_CTL_VERSION; reply arg: chan id, arg2: node id, fds */
@@ -57,10 +58,10 @@ struct gw_ctl_msg {
 	char name[GW_NAME_MAX];
 };
 
-/* The gateway's answer to a request, with up to 3 fds (SCM_RIGHTS); 0 or -errno. */
+/* The gateway's answer to a request, with up to GW_CTL_FDS fds (SCM_RIGHTS); 0 or -errno. */
 static inline int gw_ctl_reply(int sock, struct gw_ctl_msg *m, const int *fds, int nfds)
 {
-	char cbuf[CMSG_SPACE(3 * sizeof(int))] = { 0 };
+	char cbuf[CMSG_SPACE(GW_CTL_FDS * sizeof(int))] = { 0 };
 	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	if (nfds > 0) {
@@ -101,7 +102,7 @@ static inline int gw_ctl_name_ok(const char *name, size_t cap)
  */
 struct gw_ctl_ops {
 	/* HELLO from a new client: its channel made, m->arg and m->arg2 set,
-	 * fds[0..2] to pass; 3 or a negative errno. */
+	 * fds[0..GW_CTL_FDS-1] to pass; GW_CTL_FDS or a negative errno. */
 	int (*hello)(void *ctx, uint16_t chan, struct gw_ctl_msg *m, int *fds);
 	/* An endpoint for chan, and its removal (gw_dir_add and gw_dir_del's
 	 * answers). */
@@ -122,7 +123,7 @@ struct gw_ctl_peer {
 
 /*
  * Serve m, as received whole from p, in place: m becomes the reply, with
- * its status. Returns how many of fds go with it (0 or 3), or GW_CTL_HANGUP
+ * its status. Returns how many of fds go with it (0 or GW_CTL_FDS), or GW_CTL_HANGUP
  * when the client must go once it has the reply (refused).
  */
 int gw_ctl_serve(const struct gw_ctl_ops *ops, void *ctx, struct gw_ctl_peer *p,

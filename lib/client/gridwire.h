@@ -33,7 +33,8 @@
  *   -EPERM         the endpoint name is reserved (it starts with '~')
  *   -ECONNREFUSED  no gateway listens on the socket
  *   -EACCES        this user may not use the gateway ([node] socket_mode/group)
- *   -EPIPE         the gateway went away or refused this client
+ *   -EPIPE         the gateway went away or refused this client (see "When
+ *                  the gateway goes away" below)
  * and for calls (as a return value or in a GW_MSG_REPLY's error):
  *   -ENOENT        no such service (endpoint) on that node
  *   -EHOSTUNREACH  badrpc: the node was not up when the request left
@@ -91,6 +92,26 @@ int gw_connect(const char *socket_path, struct gw_client **out);
 int gw_flush(struct gw_client *cl, int timeout_ms);
 /* Disconnect; messages not yet taken by the gateway are dropped (gw_flush first). */
 void gw_close(struct gw_client *cl);
+
+/*
+ * --- when the gateway goes away ---
+ *
+ * The client knows the moment its gateway dies, however it dies (the
+ * kernel marks a word the client reads on every send), or cuts it off
+ * (its socket closes). From then on every send, cast, call, flush, arm
+ * and gw_nodes returns -EPIPE, gw_node_up says no node is up, and gw_recv
+ * hands out what the gateway had delivered, then one GW_MSG_REJECT with
+ * error -EPIPE for each send the gateway had accepted but not settled
+ * (settled: delivered into its destination's ring, or refused there, in
+ * which case its REJECT came): such a message may or may not have
+ * arrived, and nothing else will be said of it. Then gw_recv returns
+ * -EPIPE. A call whose request is among them ends with -EPIPE. A client
+ * that reconnects gets a new channel (gw_connect); message ids start again.
+ */
+
+/* Sends accepted (0 returned) and not settled yet: in flight while the
+ * gateway runs; after it went away, those still to be told as REJECTs. */
+uint64_t gw_unconfirmed(const struct gw_client *cl);
 
 /* This gateway's node id. */
 uint16_t gw_local_node(const struct gw_client *cl);

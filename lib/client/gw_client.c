@@ -13,12 +13,12 @@
 #include "gw_client_int.h"
 #include "gw_ctl.h"
 
-/* One request, one reply; fds (up to 3) arrive with the reply. */
+/* One request, one reply; fds (up to GW_CTL_FDS) arrive with the reply. */
 static int ctl_call(int sock, struct gw_ctl_msg *m, int *fds, int nfds)
 {
 	if (send(sock, m, sizeof(*m), MSG_NOSIGNAL) != sizeof(*m))
 		return -EPIPE;
-	char cbuf[CMSG_SPACE(3 * sizeof(int))];
+	char cbuf[CMSG_SPACE(GW_CTL_FDS * sizeof(int))];
 	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
 	struct msghdr mh = {
 		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf),
@@ -65,14 +65,18 @@ int gw_connect(const char *socket_path, struct gw_client **out)
 		goto fail;
 	}
 	struct gw_ctl_msg m = { .op = GW_CTL_HELLO, .arg = GW_CTL_VERSION };
-	int fds[3];
-	rc = ctl_call(cl->sock, &m, fds, 3);
+	int fds[GW_CTL_FDS];
+	rc = ctl_call(cl->sock, &m, fds, GW_CTL_FDS);
 	if (rc < 0)
 		goto fail;
 	rc = gw_chan_attach(&cl->chan, fds[0], fds[1], fds[2]);
 	if (rc < 0) {
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < GW_CTL_FDS; i++)
 			close(fds[i]);
+		goto fail;
+	}
+	if ((rc = gw_chan_attach_alive(&cl->chan, fds[3])) < 0) {
+		gw_chan_close(&cl->chan);
 		goto fail;
 	}
 	cl->node = (uint16_t)m.arg2;
@@ -121,7 +125,8 @@ uint16_t gw_local_node(const struct gw_client *cl)
 
 int gw_node_up(const struct gw_client *cl, uint16_t node)
 {
-	if (node >= GW_MAX_NODES)
+	/* With the gateway gone, no node is reachable through it. */
+	if (node >= GW_MAX_NODES || gw_client_dead(cl) || !gw_chan_gateway_lives(&cl->chan))
 		return 0;
 	uint64_t w = __atomic_load_n(&cl->chan.shm->nodes_up[node / 64], __ATOMIC_ACQUIRE);
 	return (int)((w >> (node % 64)) & 1);
@@ -159,14 +164,18 @@ int64_t gw_client_now_ms(void)
 }
 
 /*
- * Is the gateway still there? Asked when a poll finds nothing, at most once
- * a millisecond, so a client polling a dead gateway hears -EPIPE rather
- * than -EAGAIN for ever, without a system call on every empty poll.
+ * Is the gateway still there? Its liveness word says at the cost of a load
+ * (gw_chan_alive); our control socket also closes when it cuts us off,
+ * which is asked when a poll finds nothing, at most once a millisecond.
  */
 static int gateway_alive(struct gw_client *cl)
 {
 	if (gw_client_dead(cl))
 		return -EPIPE;
+	if (!gw_chan_gateway_lives(&cl->chan)) {
+		gw_client_set_dead(cl);
+		return -EPIPE;
+	}
 	int64_t now = gw_client_now_ms();
 	if (now == __atomic_load_n(&cl->alive_checked_ms, __ATOMIC_RELAXED))
 		return 0;
@@ -209,6 +218,11 @@ static int wait_chan(struct gw_client *cl, bool for_tx, int64_t deadline_ms)
 int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void *hdr,
 		   size_t hlen, const void *buf, size_t len, int timeout_ms, unsigned flags)
 {
+	/* Nothing is taken once the gateway is known gone: a load per send. */
+	if (gw_client_dead(cl) || !gw_chan_gateway_lives(&cl->chan)) {
+		gw_client_set_dead(cl);
+		return -EPIPE;
+	}
 	if (flags & ~GW_URGENT)
 		return -EINVAL;
 	unsigned cls = flags & GW_URGENT ? GW_CLASS_URGENT : GW_CLASS_BULK;
@@ -257,11 +271,13 @@ int gw_wait_fds(const struct gw_client *cl, enum gw_wait what, int fds[2])
 		return -EINVAL;
 	fds[0] = what == GW_WAIT_SEND ? cl->chan.efd_tx : cl->chan.efd_rx;
 	fds[1] = cl->chan.hup_fd;
-	return gw_client_dead(cl) ? -EPIPE : 0;
+	return gw_client_dead(cl) || !gw_chan_gateway_lives(&cl->chan) ? -EPIPE : 0;
 }
 
 int gw_flush(struct gw_client *cl, int timeout_ms)
 {
+	if (gateway_alive(cl) < 0)
+		return -EPIPE;
 	int64_t deadline = deadline_of(timeout_ms ? timeout_ms : 1);
 	while (!gw_chan_tx_empty(&cl->chan)) {
 		int rc = wait_chan(cl, true, deadline);
@@ -303,6 +319,57 @@ static bool spin(struct gw_client *cl)
 	return false;
 }
 
+/*
+ * The gateway has gone, and what it delivered has been read. The sends it
+ * had not settled (gw_chan_tx_tail) may or may not have arrived, and no
+ * REJECT will come for them: each is told here as one, with -EPIPE, in
+ * send order per class, naming its node and endpoint while our ring still
+ * holds its descriptor. 0 with *d and *data, or -EPIPE once all are told.
+ */
+static int doubt_next(struct gw_client *cl, struct gw_chan_desc *d, const uint8_t **data)
+{
+	if (!cl->doubt_set) {
+		for (unsigned k = 0; k < GW_CLASSES; k++) {
+			uint32_t open = gw_chan_unsettled(&cl->chan, k);
+			/* A settled count past our sends is not the gateway's:
+			 * then nothing is known, and nothing is claimed. */
+			cl->doubt_next[k] = cl->chan.tx[k].msgs - ((int32_t)open > 0 ? open : 0);
+		}
+		cl->doubt_set = true;
+	}
+	for (unsigned k = 0; k < GW_CLASSES; k++) {
+		uint32_t id = cl->doubt_next[k];
+		if (id == cl->chan.tx[k].msgs)
+			continue;
+		cl->doubt_next[k]++;
+		struct gw_chan_desc sent = { 0 };
+		gw_chan_sent_desc(&cl->chan, k, id, &sent);
+		bool urgent = k == GW_CLASS_URGENT;
+		cl->doubt_rej = (struct gw_chan_reject){
+			.err = -EPIPE, .node = sent.node,
+			.msg_id = (id & ~GW_CHAN_MSG_URGENT) | (urgent ? GW_CHAN_MSG_URGENT : 0),
+		};
+		*d = (struct gw_chan_desc){
+			.len = sizeof(cl->doubt_rej), .node = sent.node, .ep = sent.ep,
+			.kind = GW_RK_REJECT | (urgent ? GW_CHAN_KIND_URGENT : 0),
+		};
+		*data = (const uint8_t *)&cl->doubt_rej;
+		return 0;
+	}
+	return -EPIPE;
+}
+
+uint64_t gw_unconfirmed(const struct gw_client *cl)
+{
+	uint64_t n = 0;
+	for (unsigned k = 0; k < GW_CLASSES; k++) {
+		uint32_t open = cl->doubt_set ? cl->chan.tx[k].msgs - cl->doubt_next[k]
+					      : gw_chan_unsettled(&cl->chan, k);
+		n += (int32_t)open > 0 ? open : 0;
+	}
+	return n;
+}
+
 int gw_client_raw_recv(struct gw_client *cl, struct gw_chan_desc *d, const uint8_t **data,
 		       int64_t deadline_ms)
 {
@@ -315,6 +382,8 @@ int gw_client_raw_recv(struct gw_client *cl, struct gw_chan_desc *d, const uint8
 		if (deadline_ms && spin_pays(cl) && spin(cl))
 			continue;
 		rc = wait_chan(cl, false, deadline_ms);
+		if (rc == -EPIPE)
+			return doubt_next(cl, d, data);
 		if (rc < 0)
 			return rc;
 		/* Woken with nothing to read: the gateway says a node went down
@@ -333,6 +402,8 @@ int gw_client_raw_recv(struct gw_client *cl, struct gw_chan_desc *d, const uint8
 /* The nodes, one control request each (there are few). */
 int gw_nodes(struct gw_client *cl, struct gw_node_info *out, unsigned max)
 {
+	if (gateway_alive(cl) < 0)
+		return -EPIPE;
 	unsigned n = 0;
 	for (uint32_t next = 1; next < GW_MAX_NODES; n++) {
 		struct gw_ctl_msg m = { .op = GW_CTL_NODE, .arg = next };

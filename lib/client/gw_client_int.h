@@ -45,7 +45,13 @@ struct gw_client {
 	struct gw_chan chan;
 	struct gw_chan_desc pending; /* handed out by the raw receive, released by the next */
 	int has_pending;
-	bool dead; /* the gateway closed our control socket */
+	bool dead; /* the gateway went away (its liveness word, or our socket closed) */
+	/* Once dead: per class, the next send in doubt to report as a REJECT
+	 * (from the gateway's last settled count up to our sends), set when
+	 * the first is reported; and that REJECT's payload. */
+	bool doubt_set;
+	uint32_t doubt_next[GW_CLASSES];
+	struct gw_chan_reject doubt_rej;
 	int64_t alive_checked_ms;
 	/* services and calls (gw_call.c); the tables come with the first call */
 	uint32_t services[GW_SERVICES_MAX];

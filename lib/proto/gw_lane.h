@@ -50,6 +50,7 @@ struct gw_lane_slot {
 	uint64_t rto_ns;  /* current timeout of this frame, doubled per retransmit */
 	uint16_t nsent;
 	bool sacked;
+	uint32_t tag; /* the caller's number for the frame (gw_lane_tx_tag) */
 };
 
 /* Lane state is written by one lcore (a worker, a receiver): each starts a
@@ -171,6 +172,18 @@ static inline void *gw_lane_tx_oldest(const struct gw_lane_tx *tx)
 	return tx->una != tx->nxt ? tx->slots[tx->una & (tx->win - 1)].frame : NULL;
 }
 void gw_lane_tx_abandon(struct gw_lane_tx *tx);
+
+/* A number of the caller's for the frame it pushed last, read back while
+ * that frame is the oldest in flight (gridwired: the frame's serial, for
+ * settling what its clients sent). */
+static inline void gw_lane_tx_tag(struct gw_lane_tx *tx, uint32_t tag)
+{
+	tx->slots[(tx->nxt - 1) & (tx->win - 1)].tag = tag;
+}
+static inline uint32_t gw_lane_tx_oldest_tag(const struct gw_lane_tx *tx)
+{
+	return tx->slots[tx->una & (tx->win - 1)].tag;
+}
 
 /*
  * Earliest time at which gw_lane_tx_due may return something (UINT64_MAX if

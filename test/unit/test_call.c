@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "gridwire.h"
@@ -43,18 +44,21 @@ static struct {
 	int lsock;
 	pthread_t thread;
 	struct gw_chan gw; /* the gateway's end of the client's channel */
+	struct gw_chan_alive *alive; /* held by the fake's thread: it dies with it */
+	int alive_fd;
 	volatile int stop, mode, data_before;
 	volatile uint64_t requests;
 } fake;
 
 static void ctl_answer(int s, struct gw_ctl_msg *m)
 {
-	int fds[3], nfds = 0;
+	int fds[GW_CTL_FDS], nfds = 0;
 	m->status = 0;
 	if (m->op == GW_CTL_HELLO) {
 		struct gw_chan_params p = { .ring_count = 8192, .arena_size = 1 << 22, .msg_max = 8192,
 					    .rx_parts = 2 }; /* as with two receivers */
-		if (gw_chan_create(&fake.gw, CHAN_ID, SELF, &p) < 0) {
+		if (gw_chan_alive_create(&fake.alive, &fake.alive_fd) < 0 ||
+		    gw_chan_create(&fake.gw, CHAN_ID, SELF, &p) < 0) {
 			m->status = -ENOMEM;
 		} else {
 			/* Nodes 1 (us) and 2 are up; 3 is known but down. */
@@ -64,7 +68,8 @@ static void ctl_answer(int s, struct gw_ctl_msg *m)
 			fds[0] = fake.gw.memfd;
 			fds[1] = fake.gw.efd_rx;
 			fds[2] = fake.gw.efd_tx;
-			nfds = 3;
+			fds[3] = fake.alive_fd;
+			nfds = GW_CTL_FDS;
 		}
 	} else if (m->op == GW_CTL_NODE) {
 		static const uint32_t flags[] = { 0, GW_CTL_NODE_SELF | GW_CTL_NODE_UP, GW_CTL_NODE_UP, 0 };
@@ -196,6 +201,9 @@ static void stop(struct gw_client *cl)
 	fake_quit();
 	gw_close(cl);
 	gw_chan_close(&fake.gw);
+	/* Its owner has gone: the page goes without an unlock. */
+	munmap(fake.alive, sizeof(*fake.alive));
+	close(fake.alive_fd);
 	close(fake.lsock);
 	unlink(fake.path);
 }
@@ -507,6 +515,68 @@ static void test_urgent(void)
 	stop(cl);
 }
 
+/*
+ * The gateway dies with sends in flight: from that moment nothing is taken
+ * and no node is up; gw_recv hands out what was delivered, then one
+ * REJECT (-EPIPE) per send not settled, in order per class, naming where
+ * each was going (a call's request ends its call), then -EPIPE.
+ */
+static void test_gateway_gone(void)
+{
+	struct gw_client *cl = start();
+	struct gw_chan_msg m[8];
+	struct gw_msg r;
+	uint32_t call_id;
+	for (int i = 0; i < 9; i++)
+		CU_ASSERT_FATAL(gw_send(cl, 2, "sink", "x", 1, 0) == 0);
+	CU_ASSERT_FATAL(gw_call_start(cl, 2, "svc", "q", 1, 60000, &call_id) == 0); /* send 9 */
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_FATAL(gw_send_flags(cl, 2, "alarm", "u", 1, 0, GW_URGENT) == 0);
+	CU_ASSERT_EQUAL(gw_unconfirmed(cl), 12);
+	/* The worker's part: 2 sends in frame 1, 2 more in frame 2; frame 1
+	 * acked (everything below 2 settled), frame 2 not. */
+	CU_ASSERT_EQUAL(gw_chan_peek(&fake.gw, GW_CLASS_BULK, m, 2), 2);
+	gw_chan_consume(&fake.gw, GW_CLASS_BULK, 2);
+	gw_chan_checkpoint(&fake.gw, GW_CLASS_BULK, 1);
+	CU_ASSERT_EQUAL(gw_chan_peek(&fake.gw, GW_CLASS_BULK, m, 2), 2);
+	gw_chan_consume(&fake.gw, GW_CLASS_BULK, 2);
+	gw_chan_checkpoint(&fake.gw, GW_CLASS_BULK, 2);
+	gw_chan_settle(&fake.gw, GW_CLASS_BULK, 2);
+	CU_ASSERT_EQUAL(gw_unconfirmed(cl), 10);
+	uint32_t v = 7;
+	deliver(2, gw_endpoint_id("inbox"), GW_RK_MSG, &v, sizeof(v));
+	CU_ASSERT_EQUAL(gw_node_up(cl, 2), 1);
+	fake_quit(); /* its thread ends: the kernel marks the liveness word */
+	CU_ASSERT_EQUAL(gw_send(cl, 2, "sink", "x", 1, 0), -EPIPE);
+	CU_ASSERT_EQUAL(gw_send_flags(cl, 2, "alarm", "u", 1, -1, GW_URGENT), -EPIPE);
+	CU_ASSERT_EQUAL(gw_call_start(cl, 2, "svc", "q", 1, 1000, &call_id), -EPIPE);
+	CU_ASSERT_EQUAL(gw_node_up(cl, 2), 0);
+	CU_ASSERT_EQUAL(gw_node_up(cl, SELF), 0);
+	CU_ASSERT_EQUAL(gw_flush(cl, 100), -EPIPE);
+	struct gw_node_info ni[4];
+	CU_ASSERT_EQUAL(gw_nodes(cl, ni, 4), -EPIPE);
+	CU_ASSERT_EQUAL(gw_unconfirmed(cl), 10);
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 0) == 0);
+	CU_ASSERT(r.kind == GW_MSG_DATA && r.len == sizeof(v));
+	for (uint32_t id = 2; id < 9; id++) {
+		CU_ASSERT_FATAL(gw_recv(cl, &r, 0) == 0);
+		CU_ASSERT(r.kind == GW_MSG_REJECT && r.error == -EPIPE && r.msg_id == id);
+		CU_ASSERT(r.node == 2 && r.endpoint == gw_endpoint_id("sink"));
+	}
+	CU_ASSERT_FATAL(gw_recv(cl, &r, 0) == 0);
+	CU_ASSERT(r.kind == GW_MSG_REPLY && r.call_id == call_id && r.error == -EPIPE);
+	for (uint32_t id = 0; id < 2; id++) {
+		CU_ASSERT_FATAL(gw_recv(cl, &r, -1) == 0);
+		CU_ASSERT(r.kind == GW_MSG_REJECT && r.error == -EPIPE &&
+			  r.msg_id == (id | GW_MSG_ID_URGENT) && r.flags == GW_URGENT);
+		CU_ASSERT(r.endpoint == gw_endpoint_id("alarm"));
+	}
+	CU_ASSERT_EQUAL(gw_unconfirmed(cl), 0);
+	CU_ASSERT_EQUAL(gw_recv(cl, &r, -1), -EPIPE);
+	CU_ASSERT_EQUAL(gw_recv(cl, &r, 0), -EPIPE);
+	stop(cl);
+}
+
 int main(void)
 {
 	static const struct gw_test_case cases[] = {
@@ -517,6 +587,7 @@ int main(void)
 		{ "pattern policies", test_patterns },
 		{ "the event-loop API", test_event_loop },
 		{ "the urgent class", test_urgent },
+		{ "the gateway gone: nothing taken, every send in doubt told", test_gateway_gone },
 		{ NULL, NULL },
 	};
 	return gw_test_run("call", cases);

@@ -464,6 +464,88 @@ static void test_ctl_serve(void)
 	CU_ASSERT_EQUAL(serve(&p, 77, 0, NULL, &n), -EOPNOTSUPP);
 	CU_ASSERT_EQUAL(ctl_calls, 3);
 }
+/*
+ * Settling: a prefix of each class's sends, moved by checkpoints (the
+ * messages consumed when a pass ended, and the serial of its last frame)
+ * as frames below a serial settle; at most GW_CHAN_CHECKPOINTS kept, the
+ * newest moving forward when full; serials wrap.
+ */
+static void test_settle(void)
+{
+	struct gw_chan gw, cl;
+	pair(&gw, &cl, &small);
+	struct gw_chan_msg m[8];
+	uint32_t s0 = UINT32_MAX - 2; /* the serials wrap on the way */
+	for (int i = 0; i < 12; i++)
+		CU_ASSERT_FATAL(gw_chan_send(&cl, 2, 9, "m", 1) == 0);
+	CU_ASSERT_EQUAL(gw_chan_unsettled(&cl, GW_CLASS_BULK), 12);
+	gw_chan_checkpoint(&gw, GW_CLASS_BULK, s0); /* nothing consumed: no checkpoint */
+	gw_chan_settle(&gw, GW_CLASS_BULK, s0 + 100);
+	CU_ASSERT_EQUAL(gw_chan_unsettled(&cl, GW_CLASS_BULK), 12);
+	/* Six passes of two messages each, frames s0 + 1 ... s0 + 6: the
+	 * fifth and sixth move the fourth checkpoint forward. */
+	for (uint32_t k = 1; k <= 6; k++) {
+		CU_ASSERT_EQUAL_FATAL(gw_chan_peek(&gw, GW_CLASS_BULK, m, 2), 2);
+		gw_chan_consume(&gw, GW_CLASS_BULK, 2);
+		gw_chan_checkpoint(&gw, GW_CLASS_BULK, s0 + k);
+		gw_chan_checkpoint(&gw, GW_CLASS_BULK, s0 + k + 1); /* no new message: no change */
+	}
+	gw_chan_settle(&gw, GW_CLASS_BULK, s0 + 1); /* frame s0 + 1 not settled */
+	CU_ASSERT_EQUAL(gw_chan_unsettled(&cl, GW_CLASS_BULK), 12);
+	gw_chan_settle(&gw, GW_CLASS_BULK, s0 + 3); /* through s0 + 2, across the wrap */
+	CU_ASSERT_EQUAL(gw_chan_unsettled(&cl, GW_CLASS_BULK), 8);
+	gw_chan_settle(&gw, GW_CLASS_BULK, s0 + 5); /* s0 + 4 was folded into the newest */
+	CU_ASSERT_EQUAL(gw_chan_unsettled(&cl, GW_CLASS_BULK), 6);
+	gw_chan_settle(&gw, GW_CLASS_BULK, s0 + 7);
+	CU_ASSERT_EQUAL(gw_chan_unsettled(&cl, GW_CLASS_BULK), 0);
+	CU_ASSERT_EQUAL(gw_chan_unsettled(&cl, GW_CLASS_URGENT), 0);
+	/* The client can still name where its last sends went. */
+	struct gw_chan_desc d;
+	CU_ASSERT(gw_chan_sent_desc(&cl, GW_CLASS_BULK, 11, &d) && d.node == 2 && d.ep == 9);
+	CU_ASSERT(!gw_chan_sent_desc(&cl, GW_CLASS_BULK, 12, &d));
+	gw_chan_close(&cl);
+	gw_chan_close(&gw);
+}
+
+/* The liveness word: held while its owner thread lives, gone with it. */
+static void *hold_alive(void *arg)
+{
+	int *fd = arg;
+	struct gw_chan_alive *page;
+	CU_ASSERT_FATAL(gw_chan_alive_create(&page, fd) == 0);
+	return page;
+}
+
+static void test_alive(void)
+{
+	struct gw_chan gw, cl;
+	pair(&gw, &cl, &small);
+	struct gw_chan_alive *mine;
+	int fd, fd2;
+	CU_ASSERT_FATAL(gw_chan_alive_create(&mine, &fd) == 0);
+	CU_ASSERT_FATAL(gw_chan_attach_alive(&cl, dup(fd)) == 0);
+	CU_ASSERT(gw_chan_gateway_lives(&cl));
+	/* Read-only for clients: no writable mapping can be made. */
+	CU_ASSERT(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED);
+	gw_chan_alive_destroy(mine, fd); /* a clean stop */
+	CU_ASSERT(!gw_chan_gateway_lives(&cl));
+	gw_chan_close(&cl);
+	gw_chan_close(&gw);
+	/* Its owner thread ends holding it: the kernel says so. */
+	pair(&gw, &cl, &small);
+	pthread_t t;
+	void *page;
+	pthread_create(&t, NULL, hold_alive, &fd2);
+	pthread_join(t, &page);
+	CU_ASSERT_FATAL(gw_chan_attach_alive(&cl, dup(fd2)) == 0);
+	CU_ASSERT(!gw_chan_gateway_lives(&cl));
+	CU_ASSERT(gw_chan_gateway_gone(&cl));
+	munmap(page, sizeof(struct gw_chan_alive));
+	close(fd2);
+	gw_chan_close(&cl);
+	gw_chan_close(&gw);
+}
+
 static const struct gw_test_case cases[] = {
 	{ "round trip", test_round_trip },
 	{ "full and oversize", test_full_and_oversize },
@@ -474,6 +556,8 @@ static const struct gw_test_case cases[] = {
 	{ "an RX part per receiver", test_rx_parts },
 	{ "shown without a wake, then woken", test_show_then_wake },
 	{ "control requests checked before any effect", test_ctl_serve },
+	{ "settling: a prefix of the sends, by checkpoints", test_settle },
+	{ "the gateway's liveness word", test_alive },
 	{ NULL, NULL },
 };
 
