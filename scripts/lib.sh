@@ -79,6 +79,7 @@ gw_cleanup_run() {
 
 _gw_on_exit() {
     local rc=$?
+    _GW_EXIT_RC=$rc
     trap - EXIT
     set +e
     gw_cleanup_run
@@ -87,6 +88,7 @@ _gw_on_exit() {
 
 _gw_on_signal() {
     local rc=$1
+    _GW_EXIT_RC=$rc
     trap - EXIT INT TERM
     set +e
     gw_log "interrupted, cleaning up"
@@ -134,6 +136,18 @@ _gw_stop_pid() {
     kill -9 "$1" 2>/dev/null || true
     # Reap our own child here, so bash does not report it "Killed".
     { wait "$1"; } 2>/dev/null || true
+}
+
+# A gateway a test left running (it failed before gw_gateways_down): SIGINT
+# first, so that it writes its counters (--stats-file) for the failed
+# run's story, then SIGKILL after 5 s.
+_gw_stop_gateway() {
+    kill -INT "$1" 2>/dev/null || return 0
+    for _ in $(seq 50); do
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.1
+    done
+    _gw_stop_pid "$1"
 }
 
 # gw_gateways_up WORK [gridwired args...]: start both, wait until they see
@@ -191,9 +205,9 @@ gw_gateways_up() {
     : >"$work/beta.log"
     # Beta first: on the cable it owns the sockets alpha connects to.
     GW_PID_B=$(gw_gateway_start "$work" 1 "$@")
-    gw_cleanup_push _gw_stop_pid "$GW_PID_B"
+    gw_cleanup_push _gw_stop_gateway "$GW_PID_B"
     GW_PID_A=$(gw_gateway_start "$work" 0 "$@")
-    gw_cleanup_push _gw_stop_pid "$GW_PID_A"
+    gw_cleanup_push _gw_stop_gateway "$GW_PID_A"
     for _ in $(seq 300); do
         gw_peer_up "$work/alpha.log" && gw_peer_up "$work/beta.log" && return 0
         if ! kill -0 "$GW_PID_A" 2>/dev/null || ! kill -0 "$GW_PID_B" 2>/dev/null; then
@@ -333,12 +347,24 @@ gw_captured_run() {
 
 # gw_workdir NAME: set $work to a fresh /tmp/gridwire-NAME.XXXXXX, removed
 # on exit unless GW_KEEP is set (then its path is logged, for a post-mortem).
+# Under ./scripts/gw test (GW_WORK_ROOT set) the folder goes inside the
+# test's own one, which the runner deletes when the test passes and keeps,
+# naming it, when it fails. Run alone, a test keeps its folder when it
+# fails (or with GW_KEEP=1) and says where.
 gw_workdir() {
-    work=$(mktemp -d "/tmp/gridwire-$1.XXXXXX")
-    if [[ -n "${GW_KEEP:-}" ]]; then
-        gw_log "keeping $work"
+    if [[ -n "${GW_WORK_ROOT:-}" ]]; then
+        work=$(mktemp -d "$GW_WORK_ROOT/$1.XXXXXX")
     else
-        gw_cleanup_push rm -rf "$work"
+        work=$(mktemp -d "/tmp/gridwire-$1.XXXXXX")
+        gw_cleanup_push _gw_workdir_end "$work"
+    fi
+}
+
+_gw_workdir_end() {
+    if [[ -n "${GW_KEEP:-}" || ${_GW_EXIT_RC:-0} != 0 ]]; then
+        gw_log "kept $1 (logs and counters of this run)"
+    else
+        rm -rf "$1"
     fi
 }
 
@@ -366,7 +392,7 @@ gw_mesh_start() {
         --set "eal.args=--no-pci --no-huge -m 512 --no-shconf --lcores=$lcores" "${layout[@]}" \
         --stats-file "$work/n$k.json" "$@" >>"$work/n$k.log" 2>&1 &
     GW_MESH_PID[k]=$!
-    gw_cleanup_push _gw_stop_pid "${GW_MESH_PID[k]}"
+    gw_cleanup_push _gw_stop_gateway "${GW_MESH_PID[k]}"
 }
 
 # gw_mesh_up WORK N [gridwired args...]: namespaces, N gateways, and a wait

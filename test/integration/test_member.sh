@@ -14,8 +14,8 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 ROOT=$(gw_root)
-out=$(mktemp /tmp/gridwire-member.XXXXXX)
-gw_cleanup_push rm -f "$out"
+gw_workdir member
+out=$work/pair.out
 gw_ns_up >/dev/null
 fail=0
 
