@@ -50,8 +50,14 @@ static int ep_add(struct gw_control *ctl, const char *name, uint16_t chan)
 		return gw_dir_add(ctl->dir, name, id, chan) == 0 ? 0 : -EEXIST;
 	struct gw_dir *next = dir_edit(ctl);
 	int rc = gw_dir_add(next, name, id, chan);
-	if (rc == 0)
+	if (rc == 0) {
 		dir_publish(ctl, next);
+		/* The client hears "registered" only once every receiver has
+		 * moved past the old directory: a message sent to the name
+		 * after that is delivered, never refused as unknown. */
+		rte_rcu_qsbr_synchronize(ctl->qs, ctl->qs_id);
+		ctl->dir_waiting = false;
+	}
 	return rc;
 }
 

@@ -87,7 +87,7 @@ struct chan {
 	struct caller calls[GW_CALLS_MAX];
 	struct ep_entry eps[EPS_SLOTS];
 	unsigned neps;
-	uint64_t delivered, rejects_unrouted, bad_terms;
+	uint64_t delivered, rejects_unrouted, rejects_sender_gone, bad_terms;
 };
 
 static ErlNifResourceType *chan_type;
@@ -96,7 +96,7 @@ static ERL_NIF_TERM a_ok, a_error, a_eagain, a_epipe, a_emsgsize, a_hostunreach,
 	a_nodedown, a_noservice, a_overload, a_more, a_armed, a_wait, a_closed,
 	a_gridwire, a_gridwire_cast, a_gridwire_request, a_gridwire_reply, a_gridwire_reject,
 	a_gridwire_bad_term, a_badrpc, a_rx, a_hup, a_true, a_false, a_endpoint, a_service,
-	a_unreachable, a_enomem, a_gridwire_orphan, a_gridwire_gateway_lost, a_enobufs,
+	a_unreachable, a_enomem, a_gridwire_orphan, a_enobufs,
 	a_ehostdown, a_drain, a_gridwire_name_lost;
 
 /* --- errors --- */
@@ -324,44 +324,6 @@ static struct sent *sent_slot(struct chan *c, uint32_t msg_id)
 {
 	const struct sent_log *l = &c->sent[!!(msg_id & GW_MSG_ID_URGENT)];
 	return &l->s[msg_id & (l->size - 1)];
-}
-
-/*
- * The gateway went away with whatever it had taken and not delivered:
- * each process that sent within the window hears so, once
- * ({gridwire_gateway_lost, Index}), and the window starts afresh (the next
- * client counts its sends from 0). rx and tx held.
- */
-static void tell_lost(ErlNifEnv *env, struct chan *c)
-{
-	enum { SET = 1u << 16 };
-	ERL_NIF_TERM *told = calloc(SET, sizeof(*told));
-	unsigned ntold = 0;
-	for (unsigned cls = 0; cls < 2; cls++)
-	for (uint32_t k = 1; k <= c->sent[cls].size; k++) {
-		uint32_t id = sent_id(cls, c->sent[cls].next - k); /* wraps as the ids do */
-		struct sent *s = sent_slot(c, id);
-		if (!s->set || s->msg_id != id)
-			continue;
-		/* A set of the pids told so far; past its size, some hear twice. */
-		ERL_NIF_TERM key = s->pid.pid;
-		unsigned h = (unsigned)(key * 0x9e3779b97f4a7c15ull >> 48) & (SET - 1), k = 0;
-		while (told && told[h] && told[h] != key && k++ < 64)
-			h = (h + 1) & (SET - 1);
-		if (told && told[h] == key)
-			continue;
-		if (told && !told[h] && ntold < SET / 2) {
-			told[h] = key;
-			ntold++;
-		}
-		enif_send(env, &s->pid, c->msg_env,
-			  enif_make_tuple2(c->msg_env, a_gridwire_gateway_lost,
-					   enif_make_int(c->msg_env, c->index)));
-		enif_clear_env(c->msg_env);
-	}
-	free(told);
-	for (unsigned cls = 0; cls < 2; cls++)
-		memset(c->sent[cls].s, 0, c->sent[cls].size * sizeof(struct sent));
 }
 
 /* Stop using the client (all three locks held): no more selects, and
@@ -921,8 +883,12 @@ static struct ep_entry *dispatch(ErlNifEnv *env, struct chan *c, const struct gw
 	default:
 		return NULL;
 	}
-	if (!enif_send(env, &to, e, msg) && ep) /* the owner is gone: its monitor will tell */
-		ep = NULL;
+	if (!enif_send(env, &to, e, msg)) {
+		if (ep) /* the owner is gone: its monitor will tell */
+			ep = NULL;
+		else if (m->kind == GW_MSG_REJECT) /* its sender has exited: counted, for stats/0 */
+			c->rejects_sender_gone++;
+	}
 	enif_clear_env(e);
 	c->delivered++;
 	if (ep && ++ep->unchecked >= CHECK_EVERY) {
@@ -974,9 +940,13 @@ static ERL_NIF_TERM nif_drain(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 			int ms = gw_wait_ms(c->cl);
 			status = ms < 0 ? a_armed : enif_make_tuple2(env, a_wait, enif_make_int(env, ms));
 		} else {
+			/* Every send in doubt has been told (a REJECT with epipe,
+			 * from the library); the next client counts its sends
+			 * from 0, so the log starts afresh. */
 			enif_mutex_lock(c->tx);
 			c->dead = true;
-			tell_lost(env, c);
+			for (unsigned k = 0; k < 2; k++)
+				memset(c->sent[k].s, 0, c->sent[k].size * sizeof(struct sent));
 			enif_mutex_unlock(c->tx);
 			status = a_closed;
 		}
@@ -988,7 +958,7 @@ static ERL_NIF_TERM nif_drain(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 	return enif_make_tuple2(env, status, due);
 }
 
-/* stats(Chan) -> #{delivered, rejects_unrouted, bad_terms, endpoints} */
+/* stats(Chan) -> #{delivered, rejects_unrouted, rejects_sender_gone, bad_terms, endpoints} */
 static ERL_NIF_TERM nif_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
 	struct chan *c;
@@ -997,13 +967,15 @@ static ERL_NIF_TERM nif_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 	enif_mutex_lock(c->rx);
 	ERL_NIF_TERM keys[] = { enif_make_atom(env, "delivered"),
 				enif_make_atom(env, "rejects_unrouted"),
+				enif_make_atom(env, "rejects_sender_gone"),
 				enif_make_atom(env, "bad_terms"), enif_make_atom(env, "endpoints") };
 	ERL_NIF_TERM vals[] = { enif_make_uint64(env, c->delivered),
 				enif_make_uint64(env, c->rejects_unrouted),
+				enif_make_uint64(env, c->rejects_sender_gone),
 				enif_make_uint64(env, c->bad_terms), enif_make_uint(env, c->neps) };
 	enif_mutex_unlock(c->rx);
 	ERL_NIF_TERM map;
-	enif_make_map_from_arrays(env, keys, vals, 4, &map);
+	enif_make_map_from_arrays(env, keys, vals, 5, &map);
 	return map;
 }
 
@@ -1035,7 +1007,7 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info)
 	A(a_gridwire_bad_term, "gridwire_bad_term"); A(a_badrpc, "badrpc"); A(a_rx, "rx");
 	A(a_hup, "hup"); A(a_true, "true"); A(a_false, "false"); A(a_endpoint, "endpoint");
 	A(a_service, "service"); A(a_unreachable, "unreachable"); A(a_enomem, "enomem");
-	A(a_gridwire_orphan, "gridwire_orphan"); A(a_gridwire_gateway_lost, "gridwire_gateway_lost");
+	A(a_gridwire_orphan, "gridwire_orphan");
 	A(a_enobufs, "enobufs"); A(a_ehostdown, "ehostdown"); A(a_drain, "drain");
 	A(a_gridwire_name_lost, "gridwire_name_lost");
 #undef A

@@ -17,12 +17,15 @@ node_b() -> list_to_integer(env("GW_NODE_B")).
 %% --- the far side, run in the peer VM ---
 
 %% A registered endpoint that checks each sender's messages {S, Seq} come
-%% in order (Seq rising), and counts them; with every message received,
-%% rising means once each and none missing.
+%% in order (Seq rising), and counts them, in all and per sender; with
+%% every message received, rising means once each and none missing. Its
+%% mailbox may hold everything the tests send it: a slow machine may slow
+%% the sink, and that must not turn into REJECTs (a slow receiver's own
+%% test is `bounded`).
 sink(Name, ExpectSenders, _) ->
     Parent = self(),
     Pid = spawn(fun() ->
-                        ok = gridwire:register(Name),
+                        ok = gridwire:register(Name, #{max_mailbox => 1000000}),
                         Parent ! registered,
                         sink_loop(#{}, 0, 0, ExpectSenders)
                 end),
@@ -34,10 +37,12 @@ sink_loop(Last, N, Bad, E) ->
     receive
         {gridwire, _From, {S, Seq}} ->
             Ok = Seq > maps:get(S, Last, 0), % never backwards nor twice
+            put({count, S}, 1 + case get({count, S}) of undefined -> 0; C -> C end),
             sink_loop(Last#{S => Seq}, N + 1, Bad + (case Ok of true -> 0; false -> 1 end), E);
         {result, To} ->
+            Count = maps:from_list([{S, C} || {{count, S}, C} <- get()]),
             To ! {result, #{received => N, out_of_order => Bad, senders => map_size(Last),
-                            last => Last}},
+                            last => Last, count => Count}},
             sink_loop(Last, N, Bad, E);
         {gridwire, _, stop} -> ok
     end.
@@ -155,22 +160,51 @@ gridwire_test_() ->
 
 %% --- the tests ---
 
+%% Each of 1,000 processes sends 50 messages and stays to hear of any that
+%% did not arrive: the sink must get all 50,000, in order per sender, and
+%% if it does not, the failure says what became of the rest: refused
+%% (REJECTs by reason, as the senders heard them: enoent for an endpoint
+%% beta did not know, enobufs for a sink that stayed full), never sent (a
+%% send that did not return ok), or lost (neither: a broken promise).
 order(Peer) ->
     Senders = 1000, Each = 50,
     ok = peer:call(Peer, ?MODULE, sink, [<<"sink">>, Senders, Each]),
     Self = self(),
-    [spawn(fun() ->
-                   [ok = gridwire:send(node_b(), <<"sink">>, {S, Q}, 10000)
-                    || Q <- lists:seq(1, Each)],
-                   Self ! {sent, S}
-           end) || S <- lists:seq(1, Senders)],
-    [receive {sent, S} -> ok after 60000 -> error({sender_stuck, S}) end
-     || S <- lists:seq(1, Senders)],
+    Pids = [spawn(fun() -> order_sender(Self, S, Each) end) || S <- lists:seq(1, Senders)],
+    Unsent = lists:sum([receive {sent, S, U} -> U after 60000 -> error({sender_stuck, S}) end
+                        || S <- lists:seq(1, Senders)]),
+    %% Delivered, or told, within the bound (doc/api.md): every REJECT is
+    %% back well within 30 s on a slow machine.
     R = wait_for(fun() -> peer:call(Peer, ?MODULE, sink_result, [<<"sink">>]) end,
-                 fun(#{received := N}) -> N >= Senders * Each end, 300),
-    ?assertMatch(#{received := 50000, out_of_order := 0, senders := 1000}, R),
-    %% No REJECT came back to any sender: the test process saw none either.
-    receive {gridwire_reject, _, _, _} = Rj -> error({reject, Rj}) after 0 -> ok end.
+                 fun(#{received := N}) -> N + Unsent >= Senders * Each end, 300),
+    Rejects = lists:foldl(fun(P, Acc) ->
+                                  P ! {report, Self},
+                                  receive {rejects, P, M} ->
+                                          maps:fold(fun(K, V, A) -> A#{K => V + maps:get(K, A, 0)} end,
+                                                    Acc, M)
+                                  after 5000 -> error({sender_silent, P}) end
+                          end, #{}, Pids),
+    Received = maps:get(received, R),
+    Lost = Senders * Each - Received - Unsent - lists:sum(maps:values(Rejects)),
+    ?assertEqual(#{received => 50000, out_of_order => 0, senders => 1000, rejected => #{},
+                   never_sent => 0, lost => 0},
+                 #{received => Received, out_of_order => maps:get(out_of_order, R),
+                   senders => maps:get(senders, R), rejected => Rejects,
+                   never_sent => Unsent, lost => Lost}).
+
+%% Sends {S, 1..Each}; says how many sends failed; then counts the REJECTs
+%% that come back to it, by reason, until asked.
+order_sender(Parent, S, Each) ->
+    Unsent = length([E || Q <- lists:seq(1, Each),
+                          E <- [gridwire:send(node_b(), <<"sink">>, {S, Q}, 10000)], E =/= ok]),
+    Parent ! {sent, S, Unsent},
+    order_rejects(#{}).
+
+order_rejects(M) ->
+    receive
+        {gridwire_reject, _, _, Why} -> order_rejects(M#{Why => maps:get(Why, M, 0) + 1});
+        {report, To} -> To ! {rejects, self(), M}
+    end.
 
 outcomes() ->
     B = node_b(),
@@ -447,35 +481,38 @@ restarted(Peer) ->
     ok = wait_up(node_b(), 200),
     timer:sleep(500),
     [P ! stop || P <- Ps],
-    Stats = [receive {stopped, S, Last, Epipes, Lost} -> {S, Last, Epipes, Lost}
+    Stats = [receive {stopped, S, Last, Epipes, Told} -> {S, Last, Epipes, Told}
              after 20000 -> error(stuck) end
              || S <- lists:seq(1, 10)],
-    %% Each sender heard that the gateway went with what it had not delivered.
-    ?assertEqual([1 || _ <- Stats], [min(L, 1) || {_, _, _, L} <- Stats]),
-    Stats1 = [{S, Last, E} || {S, Last, E, _} <- Stats],
-    Epipes = lists:sum([E || {_, _, E} <- Stats1]),
+    Epipes = lists:sum([E || {_, _, E, _} <- Stats]),
     R = wait_for(fun() -> peer:call(Peer, ?MODULE, sink_result, [<<"sink3">>]) end,
-                 fun(#{last := L}) -> lists:all(fun({S, Last, _}) -> maps:get(S, L, 0) >= Last end,
-                                                Stats1) end, 50),
-    io:format(user, "~n    restart: ~b sends refused with epipe; ~b delivered, out of order ~b~n",
-              [Epipes, maps:get(received, R), maps:get(out_of_order, R)]),
+                 fun(#{last := L}) -> lists:all(fun({S, Last, _, _}) -> maps:get(S, L, 0) >= Last end,
+                                                Stats) end, 50),
+    Told = lists:sum([T || {_, _, _, T} <- Stats]),
+    io:format(user, "~n    restart: ~b sends refused with epipe; ~b delivered, ~b in doubt told "
+              "with a REJECT, out of order ~b~n",
+              [Epipes, maps:get(received, R), Told, maps:get(out_of_order, R)]),
     ?assert(Epipes > 0),
     ?assertEqual(0, maps:get(out_of_order, R)),
-    %% The last message of each sender, sent after the reconnect, arrived.
-    [?assertEqual(Last, maps:get(S, maps:get(last, R), 0)) || {S, Last, _} <- Stats1],
+    %% Every send the gateway took arrived or came back in doubt, and the
+    %% last of each sender, sent after the reconnect, arrived.
+    Count = maps:get(count, R),
+    [?assert(maps:get(S, Count, 0) + T >= Last) || {S, Last, _, T} <- Stats],
+    [?assertEqual(Last, maps:get(S, maps:get(last, R), 0)) || {S, Last, _, _} <- Stats],
     ?assertEqual({ok, 5}, gridwire:call(node_b(), <<"echo">>, {echo, 5}, ?T)).
 
 %% Sends {S, Seq}, Seq counting the sends the gateway took; what went with
-%% the old gateway is lost, so numbers restart after a gap: the sink sees
-%% each sender's numbers in order, possibly with a gap, never backwards.
-restart_sender(S, Seq, {Epipes, Lost} = N, To) ->
+%% the old gateway and was not settled comes back as a REJECT (epipe), so
+%% numbers restart after a gap: the sink sees each sender's numbers in
+%% order, possibly with a gap, never backwards.
+restart_sender(S, Seq, {Epipes, Told} = N, To) ->
     receive
-        stop -> To ! {stopped, S, Seq - 1, Epipes, Lost};
-        {gridwire_gateway_lost, _} -> restart_sender(S, Seq, {Epipes, Lost + 1}, To)
+        stop -> To ! {stopped, S, Seq - 1, Epipes, Told};
+        {gridwire_reject, _, _, epipe} -> restart_sender(S, Seq, {Epipes, Told + 1}, To)
     after 0 ->
         case gridwire:send(node_b(), <<"sink3">>, {S, Seq}) of
             ok -> timer:sleep(1), restart_sender(S, Seq + 1, N, To);
-            {error, epipe} -> timer:sleep(5), restart_sender(S, Seq, {Epipes + 1, Lost}, To);
+            {error, epipe} -> timer:sleep(5), restart_sender(S, Seq, {Epipes + 1, Told}, To);
             {error, _} -> timer:sleep(5), restart_sender(S, Seq, N, To)
         end
     end.
