@@ -422,9 +422,9 @@ void gw_control_close(struct gw_control *ctl)
 		close(ctl->listen_fd);
 		unlink(ctl->node->cfg->socket_path);
 	}
-	if (ctl->alive_fd >= 0)
+	if (ctl->alive) /* made by gw_control_open, which a failed start may not reach */
 		gw_chan_alive_destroy(ctl->alive, ctl->alive_fd);
-	ctl->alive_fd = -1;
+	ctl->alive = NULL;
 	rte_free(ctl->clients);
 	rte_free(ctl->dirs);
 	ctl->clients = NULL;

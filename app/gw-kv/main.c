@@ -81,10 +81,19 @@ static int serve(struct gw_client *cl)
 	return 0;
 }
 
+/* An outcome in ecall's words: a node that could not be asked is badrpc. */
+static void outcome(int err)
+{
+	if (err == -EHOSTUNREACH || err == -EHOSTDOWN)
+		printf("badrpc: ");
+	printf("%s", err ? gw_strerror(err) : "ok");
+}
+
 static void show(const struct gw_result *r)
 {
-	printf("  node %u: %s%s%.*s\n", r->node, r->error ? gw_strerror(r->error) : "ok",
-	       r->len ? ": " : "", (int)r->len, (const char *)r->data);
+	printf("  node %u: ", r->node);
+	outcome(r->error);
+	printf("%s%.*s\n", r->len ? ": " : "", (int)r->len, (const char *)r->data);
 }
 
 static int usage(FILE *f)
@@ -141,7 +150,9 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cmd, "put") && optind + 2 < argc && n) {
 		snprintf(req, sizeof(req), "put %s %s", argv[optind + 1], argv[optind + 2]);
 		rc = gw_call_all(cl, nodes, n, "kv", req, strlen(req), 1000, flags, res);
-		printf("put %s: %s\n", argv[optind + 1], rc < 0 ? gw_strerror(rc) : "ok");
+		printf("put %s: ", argv[optind + 1]);
+		outcome(rc < 0 ? rc : 0);
+		printf("\n");
 		for (unsigned i = 0; i < n; i++)
 			show(&res[i]);
 		gw_results_free(res, n);
@@ -149,7 +160,9 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cmd, "get") && optind + 1 < argc && n) {
 		snprintf(req, sizeof(req), "get %s", argv[optind + 1]);
 		rc = gw_call_any(cl, nodes, n, "kv", req, strlen(req), 1000, flags, res);
-		printf("get %s: %s\n", argv[optind + 1], rc < 0 ? gw_strerror(rc) : "ok");
+		printf("get %s: ", argv[optind + 1]);
+		outcome(rc < 0 ? rc : 0);
+		printf("\n");
 		show(&res[0]);
 		gw_results_free(res, 1);
 		rc = rc < 0;

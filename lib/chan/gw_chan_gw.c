@@ -38,25 +38,29 @@ int gw_chan_alive_create(struct gw_chan_alive **page, int *fd)
 	*fd = memfd_create("gw_alive", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (*fd < 0)
 		return -errno;
-	void *p = MAP_FAILED;
-	if (ftruncate(*fd, sizeof(**page)) < 0 ||
-	    (p = mmap(NULL, sizeof(**page), PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0)) == MAP_FAILED)
+	struct gw_chan_alive *p = MAP_FAILED;
+	if (ftruncate(*fd, sizeof(*p)) < 0 ||
+	    (p = mmap(NULL, sizeof(*p), PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0)) == MAP_FAILED)
 		goto fail;
-	*page = p;
 	if ((rc = pthread_mutexattr_init(&a)) || (rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED)) ||
 	    (rc = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST)) ||
-	    (rc = pthread_mutex_init(&(*page)->held, &a)) || (rc = pthread_mutex_lock(&(*page)->held))) {
+	    (rc = pthread_mutex_init(&p->held, &a)) || (rc = pthread_mutex_lock(&p->held))) {
 		errno = rc;
 		goto fail;
 	}
 	/* Ours alone to write from here: clients map it read-only. */
-	if (fcntl(*fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0)
+	if (fcntl(*fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0) {
+		rc = -errno;
+		pthread_mutex_unlock(&p->held); /* off this thread's robust list before the unmap */
+		errno = -rc;
 		goto fail;
+	}
+	*page = p;
 	return 0;
 fail:
 	rc = -errno;
 	if (p != MAP_FAILED)
-		munmap(p, sizeof(**page));
+		munmap(p, sizeof(*p));
 	close(*fd);
 	*fd = -1;
 	return rc;

@@ -8,7 +8,11 @@
  * to the destination node. Messages of one client reach each destination in
  * the order they were sent. gw_recv() hands out messages for the endpoints
  * this client registered, and reports messages of this client that could not
- * be delivered (kind GW_MSG_REJECT), so nothing is lost silently.
+ * be delivered (kind GW_MSG_REJECT), so nothing is lost silently: every
+ * send that returned 0 is delivered once, or comes back as a REJECT, within
+ * [proto] peer_timeout_ms + [chan] dest_block_ms (1.1 s by default) of the
+ * gateway taking it from the channel, on a working link (doc/api.md, "What
+ * a send promises"), and at once with -EPIPE if the gateway dies first.
  *
  * On top of messages, ecall's vocabulary (see "Services and calls" below):
  * a client offers named services; others cast to them (one way) or call
@@ -76,9 +80,13 @@ struct gw_msg {
 	uint32_t endpoint; /* DATA, REQUEST, CAST: our endpoint it was sent to; REJECT: its target */
 	uint16_t node;     /* DATA, REQUEST, CAST: source node; REJECT, REPLY: the node asked */
 	uint16_t sender;   /* DATA, REQUEST, CAST: the sending client's channel on its node */
-	int error;         /* REJECT: why; REPLY: 0 or why the call failed (see above) */
+	int error;         /* REJECT: why (-ENOENT, -ENOBUFS, -EMSGSIZE, -EHOSTUNREACH,
+			    * -EHOSTDOWN, -EPIPE); REPLY: 0 or why the call failed (see
+			    * above; -EREMOTEIO: data/len is the handler's reason, not
+			    * NUL-terminated) */
 	uint32_t msg_id;   /* REJECT: which send, counting from 0 per client and class
-			    * (GW_MSG_ID_URGENT set for an urgent one) */
+			    * the sends that returned 0 (GW_MSG_ID_URGENT set for an
+			    * urgent one) */
 	uint32_t call_id;  /* REQUEST: the caller's call; REPLY: which of our calls */
 	unsigned flags;    /* DATA, REQUEST, CAST: GW_URGENT if it came as urgent */
 };
@@ -126,7 +134,9 @@ size_t gw_msg_max(const struct gw_client *cl);
  * another client (or a name with the same id) holds it, -EPERM for a name
  * starting with '~' (the gateway's own: call replies), -ENOSPC when the
  * gateway's directory is full, -ENOENT (unregister) when this client does
- * not hold it.
+ * not hold it. gw_register returns once every receiver of the gateway
+ * knows the name: from then on a message sent to it is delivered, never
+ * refused as unknown.
  */
 int gw_register(struct gw_client *cl, const char *endpoint);
 int gw_unregister(struct gw_client *cl, const char *endpoint);

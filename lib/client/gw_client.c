@@ -105,9 +105,17 @@ _Static_assert(GW_NODE_AUTH == GW_CAP_AUTH && GW_NODE_BATCHING == GW_CAP_BATCHIN
 const char *gw_strerror(int err)
 {
 	switch (err) {
+	case -EAGAIN: return "the channel is full (a send) or empty (a receive): try again";
+	case -EMSGSIZE: return "larger than the gateway takes (gw_msg_max)";
+	case -EINVAL: return "a bad argument (an endpoint name, a node id, flags)";
+	case -EEXIST: return "the endpoint name is taken on this node";
+	case -EPERM: return "the name is reserved (it starts with '~')";
+	case -ENOSPC: return "no room: the gateway's endpoint directory, or this client's 64 services";
+	case -ECONNREFUSED: return "no gateway listens on that socket";
+	case -EACCES: return "this user may not use the gateway ([node] socket_mode, socket_group)";
 	case -EREMOTEIO: return "the handler failed";
-	case -EHOSTUNREACH: return "badrpc: node not up";
-	case -EHOSTDOWN: return "badrpc: node went down during the call";
+	case -EHOSTUNREACH: return "the node is not up";
+	case -EHOSTDOWN: return "the node went down with the message in flight (it may have arrived)";
 	case -ENOENT: return "no such service or endpoint";
 	case -ENOBUFS: return "the destination is not reading (its ring stayed full)";
 	case -ETIMEDOUT: return "timed out";

@@ -36,14 +36,15 @@ static int hello(const char *path, struct gw_chan *c)
 	struct gw_ctl_msg m = { .op = GW_CTL_HELLO, .arg = GW_CTL_VERSION };
 	if (send(s, &m, sizeof(m), 0) != sizeof(m))
 		return -1;
-	char cbuf[CMSG_SPACE(3 * sizeof(int))];
+	char cbuf[CMSG_SPACE(GW_CTL_FDS * sizeof(int))];
 	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 			     .msg_controllen = sizeof(cbuf) };
 	if (recvmsg(s, &mh, 0) != sizeof(m) || m.status != 0)
 		return -1;
-	int fds[3];
+	int fds[GW_CTL_FDS];
 	memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(fds));
+	close(fds[3]); /* the liveness page: not this client's business */
 	if (gw_chan_attach(c, fds[0], fds[1], fds[2]) < 0)
 		return -1;
 	return s;

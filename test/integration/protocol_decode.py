@@ -62,12 +62,23 @@ def crc32c(data, crc=0):
     return c ^ 0xFFFFFFFF
 
 
+def endpoint_id(name):
+    """The id a message names its endpoint by: 32-bit FNV-1a of the name's
+    bytes (offset basis 0x811c9dc5, prime 0x01000193), 0 sent as 1."""
+    h = 0x811C9DC5
+    for b in name.encode():
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return h or 1
+
+
 def selftest():
     """The document's check value: "123456789" gives 0xE3069283."""
     got = crc32c(b"123456789")
     # Split in two: continuing a CRC must give the same value.
     split = crc32c(b"56789", crc32c(b"1234"))
-    return got == 0xE3069283 and split == got, got
+    # And the document's endpoint ids.
+    ids = endpoint_id("sink") == 0x11D259D2 and endpoint_id("~call.1") == 0xBB4F4720
+    return got == 0xE3069283 and split == got and ids, got
 
 
 # --- captures ------------------------------------------------------------

@@ -32,7 +32,11 @@ EBIN=$ROOT/build/bindings/erlang
     gw_die "no Erlang binding in $EBIN (is erlang-dev installed? ./scripts/gw build)"
 gw_workdir erlang
 gw_ns_up >/dev/null
-gw_gateways_up "$work"
+# Beta's channels hold 65,536 messages: the order test's burst (50,000 from
+# 1,000 senders) fits whole, so its sink is never refused as full (-ENOBUFS
+# after dest_block_ms) however long a loaded machine keeps its VM from
+# reading; the slow receiver's test sends past that on purpose.
+GW_ARGS_B="--set chan.ring=65536 --set chan.arena_kb=4096" gw_gateways_up "$work"
 echo "$GW_PID_A" >"$work/alpha.pid"
 _gw_stop_alpha() { kill -9 "$(cat "$work/alpha.pid")" 2>/dev/null || true; }
 gw_cleanup_push _gw_stop_alpha

@@ -14,7 +14,12 @@
 #    capabilities and interval;
 #  - the same CRC verdict, good for every frame;
 #  - more than 1000 frames compared;
-#  - a DATA frame with one payload byte flipped is a bad CRC for both.
+#  - a DATA frame with one payload byte flipped is a bad CRC for both;
+#  - what the messages carry, as the document's "What a message carries"
+#    says: every MSG names the endpoint "sink" by its FNV-1a id, comes from
+#    a channel 1 .. 65535, and each channel's numbers of each class (bit
+#    31: urgent, as its lane) run from 0 with no gap, one per message sent;
+#    HELLOs carry no key ids ([auth] off) and names of A-Z a-z 0-9 _ -.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
@@ -89,9 +94,12 @@ for f in good bad; do
     fields "$work/$f.pcap" >"$work/$f.fields" || true
 done
 
-python3 - "$work" "$PORT" <<'PY' || fail=1
-import json, sys
+python3 - "$work" "$PORT" "$DEC" "$run" <<'PY' || fail=1
+import json, os, re, sys
 work, port = sys.argv[1], int(sys.argv[2])
+sys.path.insert(0, os.path.dirname(sys.argv[3]))
+from protocol_decode import endpoint_id
+run = json.loads(sys.argv[4])
 FIELDS = ("frame.number udp.dstport gridwire.magic gridwire.version gridwire.type "
           "gridwire.src_node gridwire.dst_node gridwire.lane gridwire.class gridwire.nrec "
           "gridwire.epoch gridwire.seq gridwire.base gridwire.len gridwire.crc gridwire.crc_ok "
@@ -227,6 +235,36 @@ for what, fs in groups.items():
         f"tshark {v[0][2]!r}" for f, v in wrong.items()))
 left = set(bad) - {f for fs in groups.values() for f in fs}
 check(not left, "no other field disagrees" + (f": {sorted(left)}" if left else ""))
+
+# What the messages carry (beta's capture: every DATA frame alpha sent, and
+# the copies sent again of those XDP dropped before the capture).
+ids, eps, chans, classes_ok, hellos_ok, hellos = {}, set(), set(), True, True, 0
+for d in decoded("beta.dec").values():
+    if d["type"] == 1 and d["crc_ok"]:
+        for r in d.get("records") or []:
+            if r["kind"] != 1:
+                continue
+            eps.add(r["dst_ep"])
+            chans.add(r["src_chan"])
+            urgent = bool(r["msg_id"] >> 31)
+            classes_ok &= urgent == bool(d["urgent"])
+            ids.setdefault((d["src_node"], r["src_chan"], urgent), set()).add(r["msg_id"] & 0x7FFFFFFF)
+for d in decoded("alpha.dec").values():
+    if d["type"] == 3:
+        h = d.get("hello") or {}
+        hellos += 1
+        hellos_ok &= h.get("nkeys") == 0 and bool(re.fullmatch(r"[A-Za-z0-9_-]{1,31}", h.get("name", "")))
+check(eps == {endpoint_id("sink")},
+      f"every MSG names \"sink\" by its FNV-1a id {endpoint_id('sink'):#x} (seen: {sorted(map(hex, eps))})")
+check(chans and all(1 <= c <= 65535 for c in chans), f"every MSG's channel in 1 .. 65535 ({sorted(chans)})")
+check(classes_ok, "bit 31 of every msg_id is its lane's class (urgent lanes: set)")
+gaps = {k: sorted(set(range(max(v) + 1)) - v)[:3] for k, v in ids.items() if len(v) != max(v) + 1}
+total = sum(len(v) for v in ids.values())
+check(ids and not gaps and total == run["sent"],
+      f"each channel's numbers per class run from 0 without a gap, one per message sent: "
+      f"{total} numbers over {len(ids)} channel-classes, {run['sent']} sent"
+      + (f"; gaps {gaps}" if gaps else ""))
+check(hellos > 0 and hellos_ok, f"{hellos} HELLOs carry no key ids and names of A-Z a-z 0-9 _ -")
 
 def single(name):
     recs = [json.loads(l) for l in open(f"{work}/{name}.dec")]

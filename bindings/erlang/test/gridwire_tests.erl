@@ -381,7 +381,8 @@ patterns(Peer) ->
     ?assertEqual({ok, b}, gridwire:call(NameB, <<"who">>, q, ?T)).
 
 bounded(Peer) ->
-    Max = 500, Sent = 20000,
+    %% More than beta's channel (65,536, test_erlang.sh) and the mailbox hold.
+    Max = 500, Sent = 100000,
     ok = peer:call(Peer, ?MODULE, slow_sink, [<<"slow">>, Max]),
     Self = self(),
     Sender = spawn(fun() ->
