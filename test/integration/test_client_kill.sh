@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Clients that die: 500 times a sender is SIGKILLed while sending and 500
-# times a receiver is SIGKILLed while registered and being sent to. The
+# times a receiver is SIGKILLed while registered and being sent to (200 on
+# the veths, and 200 on the cable again with the lcores pooled). The
 # gateways reclaim every channel and endpoint (their open file descriptors
 # come back to exactly what they were, their memory does not grow), other
 # clients are not disturbed (a steady verified flow runs throughout), and a
@@ -28,8 +29,9 @@ run() { # LINK [WORKERS RECEIVERS CYCLES]
     fd_a=$(fds "$GW_PID_A") fd_b=$(fds "$GW_PID_B")
     rss_a=$(gw_pss "$GW_PID_A") rss_b=$(gw_pss "$GW_PID_B")
 
-    # The steady flow: 20,000 msg/s from alpha to beta's "sink" for about 40 s.
-    steady=800000
+    # The steady flow: 20,000 msg/s from alpha to beta's "sink" for as long
+    # as the kills take (about 40 s for 500 cycles).
+    steady=$((cycles * 1600))
     gw_rx_start "$work" rx -e sink --expect "$steady" --writers-max 10 --idle-timeout 30
     pid_rx=$GW_PID_RX
     ip netns exec gwa "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock -n 2 -e sink -w 10 \
@@ -90,6 +92,6 @@ sys.exit(1 if bad else 0)
 PY
 }
 run cable
-run veth
+run veth 0 0 200
 run cable 2 2 200
 exit $fail
