@@ -122,7 +122,8 @@ int gw_control_open(struct gw_control *ctl, char *err, size_t errlen)
 	 * gateway: what clients ask on every send. */
 	int arc = gw_chan_alive_create(&ctl->alive, &ctl->alive_fd);
 	if (arc < 0) {
-		snprintf(err, errlen, "cannot make the clients' liveness page: %s", strerror(-arc));
+		snprintf(err, errlen, "cannot make the clients' liveness page: %s (it needs Linux 5.1 or "
+			 "later, for F_SEAL_FUTURE_WRITE, and glibc or musl)", strerror(-arc));
 		return arc;
 	}
 	char dir[GW_PATH_MAX];

@@ -334,6 +334,11 @@ static void ack_send(struct gw_receiver *rv, uint16_t node, struct gw_peer *p, u
 	struct rte_mbuf *a = gw_txq_alloc(rv->txq);
 	if (!a)
 		return; /* still due: the next step tries again */
+	/* What the ack covers is shown first: the sender's gateway takes an
+	 * ack as "delivered" (settled), and a delivery still unpublished when
+	 * this gateway died would be seen by no one. */
+	if (rv->nunpub)
+		show_all(rv);
 	struct gw_ack ack;
 	gw_lane_rx_ack(&p->rx[l], &ack);
 	struct gw_hdr h = { .type = GW_FT_ACK, .dst_node = node, .lane = gw_lane_of_slot(l) };
@@ -392,7 +397,7 @@ static bool deliver_loops(struct gw_receiver *rv)
 				break;
 			rte_pktmbuf_free(l->head);
 			l->head = NULL;
-			__atomic_store_n(&l->lb->done, l->lb->done + 1, __ATOMIC_RELEASE);
+			l->finished++; /* told to the worker once shown (gw_receiver_step) */
 		}
 	}
 	return work;
@@ -423,6 +428,11 @@ bool gw_receiver_step(struct gw_receiver *rv, uint64_t now)
 	work |= deliver_loops(rv);
 	if (rv->nunpub)
 		show_all(rv);
+	/* The worker settles its senders' messages on this count: only what
+	 * is shown counts as delivered. */
+	for (unsigned i = 0; i < rv->nloops; i++)
+		if (rv->loops[i].finished != rv->loops[i].lb->done)
+			__atomic_store_n(&rv->loops[i].lb->done, rv->loops[i].finished, __ATOMIC_RELEASE);
 	enum gw_deliver_wake why = gw_deliver_wake_due(
 		&rv->wakes, now, work, rv->held, __atomic_load_n(&rv->node->draining, __ATOMIC_ACQUIRE));
 	if (why) {

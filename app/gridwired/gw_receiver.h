@@ -36,6 +36,7 @@ struct gw_loop {
 	struct rte_mbuf *head;
 	uint32_t cursor;
 	uint64_t held_ns;
+	uint64_t finished; /* frames delivered in full: lb->done once shown */
 };
 
 #define GW_RECEIVER_UNPUB 64 /* clients awaiting a publish */

@@ -295,11 +295,14 @@ static bool retransmit(struct gw_worker *w)
 	return total > 0;
 }
 
-/* A pass of class cls has shipped its frames: checkpoint its channels. */
-static void checkpoint(struct gw_worker *w, unsigned cls)
+/* The step's passes have shipped their frames, the REJECTs they made for
+ * their own messages included (an urgent message's goes in a bulk frame,
+ * shipped by the bulk pass): checkpoint every channel's classes. */
+static void checkpoint(struct gw_worker *w)
 {
 	for (unsigned i = 0; i < w->nchans; i++)
-		gw_chan_checkpoint(w->chans[i], cls, w->serial);
+		for (unsigned c = 0; c < GW_CLASSES; c++)
+			gw_chan_checkpoint(w->chans[i], c, w->serial);
 }
 
 /*
@@ -339,24 +342,23 @@ static void settle(struct gw_worker *w)
 
 bool gw_worker_step(struct gw_worker *w, uint64_t now)
 {
-	bool work, draining = __atomic_load_n(&w->node->draining, __ATOMIC_ACQUIRE);
+	bool work, draining = __atomic_load_n(&w->node->draining, __ATOMIC_ACQUIRE), taken = false;
 	w->now = now;
 	work = inbox(w);
 	/* Urgent frames leave before the bulk pass, which can take a while. */
 	if (!draining && gw_batch_pass(&w->batch[GW_CLASS_URGENT], w->chans, w->nchans) > 0) {
 		gw_txq_flush_urgent(w->txq);
-		checkpoint(w, GW_CLASS_URGENT);
-		work = true;
+		taken = true;
 	}
 	rejects_flush(w);
 	work |= abandon(w);
-	if (!draining && gw_batch_pass(&w->batch[GW_CLASS_BULK], w->chans, w->nchans) > 0) {
-		checkpoint(w, GW_CLASS_BULK);
-		work = true;
-	} else if (draining) {
+	if (!draining)
+		taken |= gw_batch_pass(&w->batch[GW_CLASS_BULK], w->chans, w->nchans) > 0;
+	else
 		gw_batch_pass(&w->batch[GW_CLASS_BULK], NULL, 0); /* ships what rejects_flush added */
-	}
-	work |= retransmit(w);
+	if (taken)
+		checkpoint(w);
+	work |= taken | retransmit(w);
 	settle(w);
 	return work;
 }

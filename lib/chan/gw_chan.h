@@ -112,14 +112,17 @@ struct gw_chan_rx_tail {
  * a load: one page per gateway, sealed (F_SEAL_FUTURE_WRITE) so that
  * clients can map it only read-only, holding a robust, process-shared
  * mutex that the gateway's main thread locks at start and holds for its
- * life. The mutex's first word is its futex word (glibc and musl on
- * Linux): it holds the owner's thread id while the owner lives, and the
- * kernel clears that and sets FUTEX_OWNER_DIED when the owner dies, even
- * by SIGKILL, before the gateway's sockets close. Clients cannot write the
- * page, so none can unlink the robust list that the kernel walks.
+ * life. One word of the mutex is its futex word (which one depends on the
+ * C library: the gateway finds it, the one holding its thread id, and
+ * says which in `word`): it holds the owner's thread id while the owner
+ * lives, and the kernel clears that and sets FUTEX_OWNER_DIED when the
+ * owner dies, even by SIGKILL, before the gateway's sockets close. Clients
+ * cannot write the page, so none can unlink the robust list that the
+ * kernel walks. Sealing needs Linux 5.1 or later.
  */
 struct gw_chan_alive {
 	alignas(64) pthread_mutex_t held;
+	uint32_t word; /* the futex word's index in held, in 32-bit words */
 };
 
 struct gw_chan_shm {
@@ -180,7 +183,7 @@ struct gw_chan_tx {
 	uint8_t *arena;
 	uint32_t mask;      /* the arena's */
 	uint32_t ring_half; /* gateway: wake a blocked sender below this backlog */
-	uint32_t ring_mask; /* gateway: its own copy, never read from the region */
+	uint32_t ring_mask; /* its own copy, never read from the region again */
 	/* Written by the one end that works it. */
 	alignas(64) uint32_t head; /* client: producer's arena position */
 	uint32_t msgs; /* messages consumed (gateway) or sent (client) */
@@ -217,6 +220,7 @@ struct gw_chan {
 	int efd_tx; /* signalled when TX has room for a sleeping client */
 	int hup_fd; /* client: the control socket, which closes when the gateway dies */
 	const volatile uint32_t *alive; /* client: the gateway's liveness word (gw_chan_alive) */
+	const struct gw_chan_alive *alive_page; /* client: its mapping */
 	struct gw_chan_shm *shm;
 	bool broken; /* the client wrote an invalid descriptor */
 	uint8_t wait_cls; /* client: the class a send last found full */
@@ -248,8 +252,8 @@ static inline void gw_chan_close(struct gw_chan *c)
 		close(c->efd_rx);
 	if (c->efd_tx >= 0)
 		close(c->efd_tx);
-	if (c->alive)
-		munmap((void *)(uintptr_t)c->alive, sizeof(struct gw_chan_alive));
+	if (c->alive_page)
+		munmap((void *)(uintptr_t)c->alive_page, sizeof(struct gw_chan_alive));
 	memset(c, 0, sizeof(*c));
 	c->memfd = c->efd_rx = c->efd_tx = c->hup_fd = -1;
 }
@@ -343,7 +347,8 @@ int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx);
 /* Map the gateway's liveness page (read-only; the fd is closed). 0 or -errno. */
 int gw_chan_attach_alive(struct gw_chan *c, int fd);
 
-/* Does the gateway live? A load of its liveness word (true while none is mapped). */
+/* Does the gateway live? A load of its liveness word (true while none is
+ * mapped): the owner's thread id, FUTEX_TID_MASK's bits. */
 static inline bool gw_chan_gateway_lives(const struct gw_chan *c)
 {
 	return !c->alive || (__atomic_load_n(c->alive, __ATOMIC_ACQUIRE) & 0x3fffffffu) != 0;
@@ -364,8 +369,9 @@ static inline int gw_chan_send(struct gw_chan *c, uint16_t node, uint32_t ep, co
 /* Has the gateway taken every message sent so far, of every class? */
 bool gw_chan_tx_empty(struct gw_chan *c);
 
-/* Sends of class cls accepted and not settled (see gw_chan_tx_tail). */
-uint32_t gw_chan_unsettled(const struct gw_chan *c, unsigned cls);
+/* Of the first `sent` sends of class cls, those not settled (see
+ * gw_chan_tx_tail); 0 when the gateway's count is past them (not its). */
+uint32_t gw_chan_unsettled_of(const struct gw_chan *c, unsigned cls, uint32_t sent);
 
 /*
  * The descriptor of this client's send number k of class cls (counted

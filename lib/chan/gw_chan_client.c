@@ -23,7 +23,10 @@ static bool tx_layout_ok(const struct gw_chan_tx_layout *t, uint32_t msg_max, ui
 {
 	if (!t->arena_size || (t->arena_size & (t->arena_size - 1)) || !t->ring_count ||
 	    (t->ring_count & (t->ring_count - 1)) || msg_max > t->arena_size / 2 ||
-	    t->ring_off < *end || t->ring_off >= t->arena_off)
+	    t->ring_off < *end || t->ring_off >= t->arena_off ||
+	    /* the ring's header and slots fit before its arena */
+	    sizeof(struct rte_ring) + (uint64_t)t->ring_count * sizeof(struct gw_chan_desc) >
+		    t->arena_off - t->ring_off)
 		return false;
 	*end = (uint64_t)t->arena_off + t->arena_size;
 	return true;
@@ -78,6 +81,7 @@ int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx)
 		c->tx[k].ring = (struct rte_ring *)(c->base + s->tx[k].ring_off);
 		c->tx[k].arena = c->base + s->tx[k].arena_off;
 		c->tx[k].mask = s->tx[k].arena_size - 1;
+		c->tx[k].ring_mask = s->tx[k].ring_count - 1; /* checked above; read once */
 	}
 	c->rx_mask = s->rx_arena_size - 1;
 	c->rx_parts = s->rx_parts;
@@ -90,12 +94,17 @@ int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx)
 
 int gw_chan_attach_alive(struct gw_chan *c, int fd)
 {
-	void *p = mmap(NULL, sizeof(struct gw_chan_alive), PROT_READ, MAP_SHARED, fd, 0);
+	const struct gw_chan_alive *p =
+		mmap(NULL, sizeof(struct gw_chan_alive), PROT_READ, MAP_SHARED, fd, 0);
 	int rc = p == MAP_FAILED ? -errno : 0;
 	close(fd);
-	if (rc == 0)
-		c->alive = (const volatile uint32_t *)p; /* the mutex's futex word */
-	return rc;
+	if (rc < 0)
+		return rc;
+	c->alive_page = p;
+	if (p->word >= sizeof(p->held) / 4)
+		return -EPROTO;
+	c->alive = (const volatile uint32_t *)&p->held + p->word; /* the mutex's futex word */
+	return 0;
 }
 
 /* The client will wait for class cls's tail to move on from tail: what
@@ -149,7 +158,7 @@ int gw_chan_send_hdr(struct gw_chan *c, unsigned cls, uint16_t node, uint32_t ep
 			return tx_full(c, cls, tail);
 	}
 	t->head = d.pos + len;
-	t->msgs++;
+	__atomic_store_n(&t->msgs, t->msgs + 1, __ATOMIC_RELEASE); /* read by gw_recv's thread too */
 	return 0;
 }
 
@@ -165,20 +174,22 @@ bool gw_chan_tx_empty(struct gw_chan *c)
 	return true;
 }
 
-uint32_t gw_chan_unsettled(const struct gw_chan *c, unsigned cls)
+uint32_t gw_chan_unsettled_of(const struct gw_chan *c, unsigned cls, uint32_t sent)
 {
-	return c->tx[cls].msgs - __atomic_load_n(&c->shm->tx_tail[cls].settled, __ATOMIC_ACQUIRE);
+	uint32_t open = sent - __atomic_load_n(&c->shm->tx_tail[cls].settled, __ATOMIC_ACQUIRE);
+	return (int32_t)open > 0 ? open : 0;
 }
 
 bool gw_chan_sent_desc(const struct gw_chan *c, unsigned cls, uint32_t k, struct gw_chan_desc *d)
 {
 	/* Send k went into ring slot k (the ring counts from 0, one per send)
-	 * and stays there until send k + size takes the slot. */
+	 * and stays there until send k + size takes the slot (which a send
+	 * racing this one may be writing: so strictly fewer than size ago). */
 	const struct gw_chan_tx *t = &c->tx[cls];
-	uint32_t size = c->shm->tx[cls].ring_count; /* a power of two, checked at attach */
-	if (t->msgs - k > size || t->msgs - k == 0)
+	uint32_t ago = __atomic_load_n(&t->msgs, __ATOMIC_ACQUIRE) - k;
+	if (ago == 0 || ago >= t->ring_mask + 1)
 		return false;
-	memcpy(d, (const struct gw_chan_desc *)(t->ring + 1) + (k & (size - 1)), sizeof(*d));
+	memcpy(d, (const struct gw_chan_desc *)(t->ring + 1) + (k & t->ring_mask), sizeof(*d));
 	return true;
 }
 

@@ -48,8 +48,15 @@ int gw_chan_alive_create(struct gw_chan_alive **page, int *fd)
 		errno = rc;
 		goto fail;
 	}
+	/* The futex word: the one that holds our thread id now. */
+	const uint32_t *w = (const uint32_t *)&p->held;
+	for (p->word = 0; p->word < sizeof(p->held) / 4 && w[p->word] != (uint32_t)gettid(); p->word++)
+		;
 	/* Ours alone to write from here: clients map it read-only. */
-	if (fcntl(*fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0) {
+	if (p->word == sizeof(p->held) / 4 ||
+	    fcntl(*fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0) {
+		if (p->word == sizeof(p->held) / 4)
+			errno = ENOTSUP; /* a C library whose mutex we cannot read */
 		rc = -errno;
 		pthread_mutex_unlock(&p->held); /* off this thread's robust list before the unmap */
 		errno = -rc;

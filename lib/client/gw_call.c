@@ -443,6 +443,8 @@ int gw_call_start_flags(struct gw_client *cl, uint16_t node, const char *service
 			const void *req, size_t len, int timeout_ms, unsigned flags,
 			uint32_t *call_id)
 {
+	if (gw_client_gone(cl))
+		return -EPIPE;
 	if (!service || !gw_ctl_name_ok(service, GW_NAME_MAX) || timeout_ms <= 0 ||
 	    (flags & ~GW_URGENT))
 		return -EINVAL;
@@ -489,6 +491,8 @@ int gw_call_flags(struct gw_client *cl, uint16_t node, const char *service, cons
 		  size_t len, int timeout_ms, unsigned flags, struct gw_msg *reply)
 {
 	uint32_t id;
+	if (gw_client_gone(cl))
+		return -EPIPE;
 	if (cl->kept.n >= GW_CALL_KEEP)
 		return -EOVERFLOW; /* nothing sent: receive what is kept first */
 	int rc = gw_call_start_flags(cl, node, service, req, len, timeout_ms, flags, &id);
@@ -546,7 +550,7 @@ int gw_arm(struct gw_client *cl, enum gw_wait what)
 {
 	if (what != GW_WAIT_RECV && what != GW_WAIT_SEND)
 		return -EINVAL;
-	if (gw_client_dead(cl) || gw_chan_gateway_gone(&cl->chan))
+	if (gw_client_gone(cl) || gw_chan_gateway_gone(&cl->chan))
 		return gw_client_set_dead(cl), -EPIPE;
 	bool tx = what == GW_WAIT_SEND;
 	eventfd_t v;

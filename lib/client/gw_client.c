@@ -178,12 +178,8 @@ int64_t gw_client_now_ms(void)
  */
 static int gateway_alive(struct gw_client *cl)
 {
-	if (gw_client_dead(cl))
+	if (gw_client_gone(cl))
 		return -EPIPE;
-	if (!gw_chan_gateway_lives(&cl->chan)) {
-		gw_client_set_dead(cl);
-		return -EPIPE;
-	}
 	int64_t now = gw_client_now_ms();
 	if (now == __atomic_load_n(&cl->alive_checked_ms, __ATOMIC_RELAXED))
 		return 0;
@@ -227,10 +223,8 @@ int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void 
 		   size_t hlen, const void *buf, size_t len, int timeout_ms, unsigned flags)
 {
 	/* Nothing is taken once the gateway is known gone: a load per send. */
-	if (gw_client_dead(cl) || !gw_chan_gateway_lives(&cl->chan)) {
-		gw_client_set_dead(cl);
+	if (gw_client_gone(cl))
 		return -EPIPE;
-	}
 	if (flags & ~GW_URGENT)
 		return -EINVAL;
 	unsigned cls = flags & GW_URGENT ? GW_CLASS_URGENT : GW_CLASS_BULK;
@@ -338,16 +332,18 @@ static int doubt_next(struct gw_client *cl, struct gw_chan_desc *d, const uint8_
 {
 	if (!cl->doubt_set) {
 		for (unsigned k = 0; k < GW_CLASSES; k++) {
-			uint32_t open = gw_chan_unsettled(&cl->chan, k);
-			/* A settled count past our sends is not the gateway's:
-			 * then nothing is known, and nothing is claimed. */
-			cl->doubt_next[k] = cl->chan.tx[k].msgs - ((int32_t)open > 0 ? open : 0);
+			/* One read of each: a send may still land meanwhile (the
+			 * binding's sending lock is not ours), and it is told too,
+			 * on this call or a later one. */
+			uint32_t sent = __atomic_load_n(&cl->chan.tx[k].msgs, __ATOMIC_ACQUIRE);
+			uint32_t settled = sent - gw_chan_unsettled_of(&cl->chan, k, sent);
+			cl->doubt_next[k] = settled;
 		}
 		cl->doubt_set = true;
 	}
 	for (unsigned k = 0; k < GW_CLASSES; k++) {
 		uint32_t id = cl->doubt_next[k];
-		if (id == cl->chan.tx[k].msgs)
+		if (id == __atomic_load_n(&cl->chan.tx[k].msgs, __ATOMIC_ACQUIRE))
 			continue;
 		cl->doubt_next[k]++;
 		struct gw_chan_desc sent = { 0 };
@@ -371,9 +367,8 @@ uint64_t gw_unconfirmed(const struct gw_client *cl)
 {
 	uint64_t n = 0;
 	for (unsigned k = 0; k < GW_CLASSES; k++) {
-		uint32_t open = cl->doubt_set ? cl->chan.tx[k].msgs - cl->doubt_next[k]
-					      : gw_chan_unsettled(&cl->chan, k);
-		n += (int32_t)open > 0 ? open : 0;
+		uint32_t sent = __atomic_load_n(&cl->chan.tx[k].msgs, __ATOMIC_ACQUIRE);
+		n += cl->doubt_set ? sent - cl->doubt_next[k] : gw_chan_unsettled_of(&cl->chan, k, sent);
 	}
 	return n;
 }

@@ -92,6 +92,18 @@ static inline void gw_client_set_dead(struct gw_client *cl)
 	__atomic_store_n(&cl->dead, true, __ATOMIC_RELAXED);
 }
 
+/* -EPIPE once the gateway is known gone (its liveness word says so, at the
+ * cost of a load), else 0: what every call that would talk to it asks first. */
+static inline int gw_client_gone(struct gw_client *cl)
+{
+	if (gw_client_dead(cl))
+		return -EPIPE;
+	if (gw_chan_gateway_lives(&cl->chan))
+		return 0;
+	gw_client_set_dead(cl);
+	return -EPIPE;
+}
+
 /*
  * The next message from the channel, waiting until deadline_ms (a
  * gw_client_now_ms() value; 0 polls, -1 waits for ever): 0 with *d and

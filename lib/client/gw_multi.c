@@ -47,6 +47,8 @@ void gw_results_free(struct gw_result *res, unsigned n)
 int gw_cast_one(struct gw_client *cl, const uint16_t *nodes, unsigned n, const char *service,
 		const void *req, size_t len)
 {
+	if (gw_client_gone(cl))
+		return -EPIPE; /* not -EHOSTUNREACH: no node is up with it gone */
 	if (!nodes || n == 0)
 		return -EINVAL;
 	uint16_t self = gw_local_node(cl);

@@ -78,7 +78,15 @@ def selftest():
     split = crc32c(b"56789", crc32c(b"1234"))
     # And the document's endpoint ids.
     ids = endpoint_id("sink") == 0x11D259D2 and endpoint_id("~call.1") == 0xBB4F4720
-    return got == 0xE3069283 and split == got and ids, got
+    # A DATA frame with no records is legal: 74 bytes, nrec 0, len 0.
+    hdr = struct.pack("<HBBHHHHIIIII", MAGIC, VERSION, 1, 1, 2, 0, 0, 7, 0, 0, 0, 0)
+    hdr = hdr[:28] + struct.pack("<I", crc32c(hdr))
+    ip = struct.pack(">BBHHHBBHII", 0x45, 0, IP_LEN + UDP_LEN + HDR_LEN, 0, 0x4000, 64, 17, 0,
+                     0xC6120001, 0xC6120002)
+    udp = struct.pack(">HHHH", 47000, 47000, UDP_LEN + HDR_LEN, 0)
+    empty = decode_frame(bytes(12) + b"\x08\x00" + ip + udp + hdr, 47000)
+    empty_ok = empty["error"] is None and empty["records"] == [] and not empty["payload_error"]
+    return got == 0xE3069283 and split == got and ids and empty_ok, got
 
 
 # --- captures ------------------------------------------------------------

@@ -33,7 +33,7 @@ export GW_LINK=veth
 gw_ns_up >/dev/null
 fail=0
 
-gw_check "the decoder's CRC32C gives the document's check value" python3 "$DEC" --selftest
+gw_check "the decoder's self-test: the CRC32C check value, the endpoint ids and a DATA frame with no records, as the document gives them" python3 "$DEC" --selftest
 
 # 1% of the frames beta receives dropped (XDP, before its capture sees
 # them): retransmissions, and ACKs with SACK bits for the decoders.

@@ -478,10 +478,10 @@ static void test_settle(void)
 	uint32_t s0 = UINT32_MAX - 2; /* the serials wrap on the way */
 	for (int i = 0; i < 12; i++)
 		CU_ASSERT_FATAL(gw_chan_send(&cl, 2, 9, "m", 1) == 0);
-	CU_ASSERT_EQUAL(gw_chan_unsettled(&cl, GW_CLASS_BULK), 12);
+	CU_ASSERT_EQUAL(gw_chan_unsettled_of(&cl, GW_CLASS_BULK, cl.tx[GW_CLASS_BULK].msgs), 12);
 	gw_chan_checkpoint(&gw, GW_CLASS_BULK, s0); /* nothing consumed: no checkpoint */
 	gw_chan_settle(&gw, GW_CLASS_BULK, s0 + 100);
-	CU_ASSERT_EQUAL(gw_chan_unsettled(&cl, GW_CLASS_BULK), 12);
+	CU_ASSERT_EQUAL(gw_chan_unsettled_of(&cl, GW_CLASS_BULK, cl.tx[GW_CLASS_BULK].msgs), 12);
 	/* Six passes of two messages each, frames s0 + 1 ... s0 + 6: the
 	 * fifth and sixth move the fourth checkpoint forward. */
 	for (uint32_t k = 1; k <= 6; k++) {
@@ -491,14 +491,14 @@ static void test_settle(void)
 		gw_chan_checkpoint(&gw, GW_CLASS_BULK, s0 + k + 1); /* no new message: no change */
 	}
 	gw_chan_settle(&gw, GW_CLASS_BULK, s0 + 1); /* frame s0 + 1 not settled */
-	CU_ASSERT_EQUAL(gw_chan_unsettled(&cl, GW_CLASS_BULK), 12);
+	CU_ASSERT_EQUAL(gw_chan_unsettled_of(&cl, GW_CLASS_BULK, cl.tx[GW_CLASS_BULK].msgs), 12);
 	gw_chan_settle(&gw, GW_CLASS_BULK, s0 + 3); /* through s0 + 2, across the wrap */
-	CU_ASSERT_EQUAL(gw_chan_unsettled(&cl, GW_CLASS_BULK), 8);
+	CU_ASSERT_EQUAL(gw_chan_unsettled_of(&cl, GW_CLASS_BULK, cl.tx[GW_CLASS_BULK].msgs), 8);
 	gw_chan_settle(&gw, GW_CLASS_BULK, s0 + 5); /* s0 + 4 was folded into the newest */
-	CU_ASSERT_EQUAL(gw_chan_unsettled(&cl, GW_CLASS_BULK), 6);
+	CU_ASSERT_EQUAL(gw_chan_unsettled_of(&cl, GW_CLASS_BULK, cl.tx[GW_CLASS_BULK].msgs), 6);
 	gw_chan_settle(&gw, GW_CLASS_BULK, s0 + 7);
-	CU_ASSERT_EQUAL(gw_chan_unsettled(&cl, GW_CLASS_BULK), 0);
-	CU_ASSERT_EQUAL(gw_chan_unsettled(&cl, GW_CLASS_URGENT), 0);
+	CU_ASSERT_EQUAL(gw_chan_unsettled_of(&cl, GW_CLASS_BULK, cl.tx[GW_CLASS_BULK].msgs), 0);
+	CU_ASSERT_EQUAL(gw_chan_unsettled_of(&cl, GW_CLASS_URGENT, cl.tx[GW_CLASS_URGENT].msgs), 0);
 	/* The client can still name where its last sends went. */
 	struct gw_chan_desc d;
 	CU_ASSERT(gw_chan_sent_desc(&cl, GW_CLASS_BULK, 11, &d) && d.node == 2 && d.ep == 9);

@@ -941,10 +941,15 @@ static ERL_NIF_TERM nif_drain(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 			status = ms < 0 ? a_armed : enif_make_tuple2(env, a_wait, enif_make_int(env, ms));
 		} else {
 			/* Every send in doubt has been told (a REJECT with epipe,
-			 * from the library); the next client counts its sends
-			 * from 0, so the log starts afresh. */
+			 * from the library), but one made meanwhile on another
+			 * scheduler: with tx held no more can be, so what the
+			 * library still has to tell is told now. Then the next
+			 * client counts its sends from 0: the log starts afresh. */
 			enif_mutex_lock(c->tx);
 			c->dead = true;
+			struct gw_msg late;
+			while (gw_recv(c->cl, &late, 0) == 0)
+				dispatch(env, c, &late);
 			for (unsigned k = 0; k < 2; k++)
 				memset(c->sent[k].s, 0, c->sent[k].size * sizeof(struct sent));
 			enif_mutex_unlock(c->tx);

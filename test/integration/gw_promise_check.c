@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * gw-dead-check: a gateway killed under its senders
- * (test/integration/test_gateway_kill.sh). Nothing accepted after the
- * client could know, and every message accepted before either arrives or
- * comes back to its sender.
+ * gw-promise-check: what a send promises, against real gateways
+ * (test/integration/test_promises.sh). A gateway killed under its senders:
+ * nothing accepted after the client could know, and every message accepted
+ * before either arrives or comes back to its sender. A name registered is
+ * reachable at once.
  *
- *   gw-dead-check rx -s SOCK -e ENDPOINT -o FILE [--idle-ms MS]
+ *   gw-promise-check rx -s SOCK -e ENDPOINT -o FILE [--idle-ms MS]
  *       Receive (writer u32, seq u32, payload) messages until none has come
  *       for MS (3000) after the first, checking that each writer's seqs
  *       rise; write FILE: per writer, a bitmap of the seqs received, after
  *       a header line of JSON (received, writers, out_of_order, malformed).
- *   gw-dead-check tx -s SOCK -n NODE -e ENDPOINT -w THREADS -o FILE
+ *   gw-promise-check tx -s SOCK -n NODE -e ENDPOINT -w THREADS -o FILE
  *       THREADS threads, each its own client, send as fast as the channel
  *       takes them (1 to 8,192 bytes, every size on the way) until a send
  *       says the gateway is gone; then each reads its REJECTs until -EPIPE.
@@ -19,6 +20,12 @@
  *       a header line of JSON (accepted per writer, rejects by error, sends
  *       accepted once the gateway was known gone, gw_unconfirmed's count
  *       at the first -EPIPE).
+ *   gw-promise-check register -s SOCK -n NODE --at SOCK2 [-w TIMES]
+ *       Registered means reachable: TIMES (500) times, a client of the
+ *       gateway at SOCK2 (node NODE) registers a new name and, the moment
+ *       that returns, a client of the gateway at SOCK sends to it: the
+ *       message must arrive, never come back refused as unknown. One line
+ *       of JSON: tries, delivered, refused (by error), late (not within 5 s).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,7 +44,7 @@
 #define SEQ_MAX (1u << 24)
 #define SIZE_MAX_MSG 8192
 
-static const char *sock, *endpoint, *out;
+static const char *sock, *endpoint, *out, *at;
 static uint16_t node;
 static unsigned nthreads = 32, idle_ms = 3000;
 
@@ -50,7 +57,7 @@ static uint64_t now_ns(void)
 
 static void die(const char *what, int err)
 {
-	fprintf(stderr, "gw-dead-check: %s: %s\n", what, gw_strerror(err));
+	fprintf(stderr, "gw-promise-check: %s: %s\n", what, gw_strerror(err));
 	exit(2);
 }
 
@@ -240,10 +247,52 @@ static int run_tx(void)
 	return 0;
 }
 
+/* --- register --- */
+
+static int run_register(void)
+{
+	struct gw_client *rcv, *snd;
+	int rc;
+	if ((rc = gw_connect(at, &rcv)) < 0)
+		die(at, rc);
+	if ((rc = gw_connect(sock, &snd)) < 0)
+		die(sock, rc);
+	unsigned delivered = 0, late = 0, refused[2] = { 0 }; /* -ENOENT, other */
+	for (unsigned i = 0; i < nthreads; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "promise%u", i);
+		if ((rc = gw_register(rcv, name)) < 0)
+			die("gw_register", rc);
+		if ((rc = gw_send(snd, node, name, &i, sizeof(i), 1000)) < 0)
+			die("gw_send", rc);
+		struct gw_msg m;
+		rc = gw_recv(rcv, &m, 5000);
+		uint32_t v = UINT32_MAX;
+		if (rc == 0 && m.kind == GW_MSG_DATA && m.len == sizeof(v))
+			memcpy(&v, m.data, sizeof(v));
+		if (v == i) {
+			delivered++;
+		} else {
+			late++;
+			/* A refusal comes back to the sender: say which. */
+			if (gw_recv(snd, &m, 1000) == 0 && m.kind == GW_MSG_REJECT)
+				refused[m.error == -ENOENT ? 0 : 1]++;
+		}
+		if ((rc = gw_unregister(rcv, name)) < 0)
+			die("gw_unregister", rc);
+	}
+	printf("{\"tries\":%u,\"delivered\":%u,\"refused_enoent\":%u,\"refused_other\":%u,"
+	       "\"late\":%u}\n", nthreads, delivered, refused[0], refused[1], late);
+	gw_close(rcv);
+	gw_close(snd);
+	return delivered == nthreads ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "idle-ms", required_argument, NULL, 'i' },
+		{ "at", required_argument, NULL, 'a' },
 		{ NULL, 0, NULL, 0 },
 	};
 	if (argc < 2)
@@ -259,8 +308,13 @@ int main(int argc, char **argv)
 		case 'w': nthreads = (unsigned)atoi(optarg); break;
 		case 'o': out = optarg; break;
 		case 'i': idle_ms = (unsigned)atoi(optarg); break;
+		case 'a': at = optarg; break;
 		default: goto usage;
 		}
+	}
+	if (!strcmp(mode, "register") && sock && at && node) {
+		nthreads = nthreads == 32 ? 500 : nthreads; /* -w: the tries */
+		return run_register();
 	}
 	if (!sock || !endpoint || !out || nthreads < 1 || nthreads > WRITERS_MAX)
 		goto usage;
@@ -269,7 +323,8 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "tx") && node)
 		return run_tx();
 usage:
-	fprintf(stderr, "usage: gw-dead-check rx -s SOCK -e EP -o FILE [--idle-ms MS]\n"
-			"       gw-dead-check tx -s SOCK -n NODE -e EP -w THREADS -o FILE\n");
+	fprintf(stderr, "usage: gw-promise-check rx -s SOCK -e EP -o FILE [--idle-ms MS]\n"
+			"       gw-promise-check tx -s SOCK -n NODE -e EP -w THREADS -o FILE\n"
+			"       gw-promise-check register -s SOCK -n NODE --at SOCK2 [-w TIMES]\n");
 	return 2;
 }

@@ -1,4 +1,9 @@
 #!/usr/bin/env bash
+# What a send promises, against real gateways on the cable.
+# Registered means reachable: 500 times a client of beta (2 workers and 2
+# receiver lcores each, so the directory is published across lcores) registers
+# a new name and a client of alpha sends to it the moment that returns:
+# every message arrives, none is refused as unknown (-ENOENT).
 # A gateway SIGKILLed under 32 sending threads (each its own client, sends
 # of 8 to 8,192 bytes to beta's endpoint over the cable): no send is
 # accepted once any client has heard the gateway is gone, gw_node_up
@@ -11,10 +16,22 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 ROOT=$(gw_root)
-CHECK=$ROOT/build/test/gw-dead-check
+CHECK=$ROOT/build/test/gw-promise-check
 [[ -x $CHECK ]] || gw_die "no $CHECK: ./scripts/gw build"
-gw_workdir gwkill
+gw_workdir promises
 gw_ns_up >/dev/null
+
+# Registered means reachable, both gateways pooled.
+GW_WORKERS=2 GW_RECEIVERS=2 gw_gateways_up "$work"
+if out=$(ip netns exec gwa "$CHECK" register -s /run/gridwire/alpha.sock -n 2 \
+    --at /run/gridwire/beta.sock -w 500 2>&1); then
+    echo "ok: registered means reachable: $out"
+else
+    echo "FAIL: registered means reachable: $out"
+    exit 1
+fi
+gw_gateways_down
+
 GW_ARGS_B="--set chan.dest_block_ms=60000" gw_gateways_up "$work"
 
 ip netns exec gwb "$CHECK" rx -s /run/gridwire/beta.sock -e sink -o "$work/rx.out" \
