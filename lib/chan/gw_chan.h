@@ -348,11 +348,8 @@ int gw_chan_attach(struct gw_chan *c, int memfd, int efd_rx, int efd_tx);
 int gw_chan_attach_alive(struct gw_chan *c, int fd);
 
 /* Does the gateway live? A load of its liveness word (true while none is
- * mapped): the owner's thread id, FUTEX_TID_MASK's bits. */
-static inline bool gw_chan_gateway_lives(const struct gw_chan *c)
-{
-	return !c->alive || (__atomic_load_n(c->alive, __ATOMIC_ACQUIRE) & 0x3fffffffu) != 0;
-}
+ * mapped). */
+bool gw_chan_gateway_lives(const struct gw_chan *c);
 
 /*
  * Copy one message of class cls in, made of hlen bytes of hdr then blen of

@@ -243,6 +243,12 @@ void gw_chan_recv_done(struct gw_chan *c, const struct gw_chan_desc *d)
 		rx_publish(c);
 }
 
+bool gw_chan_gateway_lives(const struct gw_chan *c)
+{
+	/* The owner's thread id: FUTEX_TID_MASK's bits, cleared when it dies. */
+	return !c->alive || (__atomic_load_n(c->alive, __ATOMIC_ACQUIRE) & 0x3fffffffu) != 0;
+}
+
 bool gw_chan_gateway_gone(const struct gw_chan *c)
 {
 	if (!gw_chan_gateway_lives(c))
