@@ -437,6 +437,27 @@ void gw_gateway_stats_json(const struct gw_gateway *g, char *buf, size_t len)
 				      ",\"auth_rolls\":%" PRIu64 ",\"auth_retires\":%" PRIu64,
 				      g->keys.loads, g->keys.load_errors, g->keys.rolls,
 				      g->keys.retires);
+	/* Congestion control, over every lane: its cuts and holds, the gaps
+	 * its receivers saw, and the receivers' budget cuts. */
+	uint64_t cc[6] = { 0 };
+	for (unsigned k = 0; k < gw_peers_known(&g->peers); k++) {
+		const struct gw_peer *p = &g->peers.peer[g->peers.known[k]];
+		for (unsigned l = 0; l < GW_LANE_SLOTS; l++) {
+			cc[0] += p->tx[l].cc.cuts_delay;
+			cc[1] += p->tx[l].cc.cuts_loss;
+			cc[2] += p->tx[l].cc.paced;
+			cc[3] += p->tx[l].cc.cwnd_limited;
+			cc[4] += p->rx[l].gaps;
+		}
+	}
+	for (unsigned r = 0; g->receivers && r < g->layout.receivers; r++)
+		cc[5] += g->receivers[r].budget.cuts;
+	if (n < len)
+		n += (size_t)snprintf(buf + n, len - n,
+				      ",\"cc_cuts_delay\":%" PRIu64 ",\"cc_cuts_loss\":%" PRIu64
+				      ",\"cc_paced\":%" PRIu64 ",\"cc_cwnd_limited\":%" PRIu64
+				      ",\"rx_gaps\":%" PRIu64 ",\"cc_budget_cuts\":%" PRIu64,
+				      cc[0], cc[1], cc[2], cc[3], cc[4], cc[5]);
 	if (n < len)
 		snprintf(buf + n, len - n,
 			 ",\"data_frames_tx\":%" PRIu64 ",\"msgs_per_frame\":%.2f"

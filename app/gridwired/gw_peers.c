@@ -55,7 +55,7 @@ void gw_peers_fini(struct gw_peers *ps)
 uint32_t gw_peers_caps(const struct gw_node *node)
 {
 	return (node->auth ? GW_CAP_AUTH : 0) | (node->cfg->batch_max != 1 ? GW_CAP_BATCHING : 0) |
-	       GW_CAP_URGENT;
+	       GW_CAP_URGENT | (node->cfg->cc_control != GW_CONFIG_CC_OFF ? GW_CAP_GRANT : 0);
 }
 
 static void set_up(struct gw_peers *ps, uint16_t node, struct gw_peer *p, bool up)
@@ -72,7 +72,13 @@ static void set_up(struct gw_peers *ps, uint16_t node, struct gw_peer *p, bool u
 static int alloc_lanes(struct gw_peers *ps, uint16_t node, struct gw_peer *p)
 {
 	const struct gw_config *c = ps->node->cfg;
-	for (unsigned i = 0; i < GW_LANE_SLOTS; i++)
+	struct gw_cc_params cc;
+	gw_cc_params_default(&cc, GW_FRAME_MIN + ps->node->payload_max);
+	cc.on = c->cc_control != GW_CONFIG_CC_OFF;
+	cc.target_ns = c->cc_target_us * 1000ull;
+	cc.fs_range_ns = 4 * cc.target_ns;
+	cc.cwnd_max = c->window * cc.mss;
+	for (unsigned i = 0; i < GW_LANE_SLOTS; i++) {
 		if (gw_lane_tx_init(&p->tx[i], c->window, ps->node->epoch, c->rto_min_us * 1000ull,
 				    c->rto_max_us * 1000ull, release_mbuf, NULL) < 0 ||
 		    gw_lane_rx_init(&p->rx[i], c->window, release_mbuf, NULL) < 0 ||
@@ -83,6 +89,8 @@ static int alloc_lanes(struct gw_peers *ps, uint16_t node, struct gw_peer *p)
 			}
 			return -ENOMEM;
 		}
+		gw_lane_tx_set_cc(&p->tx[i], &cc);
+	}
 	__atomic_store_n(&p->lanes, true, __ATOMIC_RELEASE);
 	ps->known[ps->nknown] = node;
 	__atomic_store_n(&ps->nknown, ps->nknown + 1, __ATOMIC_RELEASE);

@@ -25,6 +25,10 @@ void gw_receiver_init(struct gw_receiver *rv, uint8_t id, const struct gw_node *
 	rv->nworkers = nworkers;
 	rv->txq = txq;
 	rv->st = st;
+	rv->granting = node->cfg->cc_control != GW_CONFIG_CC_OFF;
+	uint32_t mss = GW_FRAME_MIN + node->payload_max;
+	gw_cc_budget_init(&rv->budget, mss, 4ull * mss, mss, 4ull * node->cfg->window * mss);
+	rv->active = 1;
 }
 
 struct rte_ring *gw_receiver_add_handoff(struct gw_receiver *rv, unsigned from)
@@ -58,7 +62,13 @@ void gw_receiver_accept(struct gw_receiver *rv, struct gw_peer *p, const struct 
 	struct gw_lane_rx *rx = &p->rx[gw_lane_slot(h->lane)];
 	/* Which member brought it, where the lane tells copies apart. */
 	int member = rx->copies ? gw_links_member(rv->node->links, m->port) : 0;
-	switch (gw_lane_rx_accept_on(rx, h, m, member < 0 ? 0u : (unsigned)member)) {
+	uint64_t gaps = rx->gaps;
+	enum gw_lane_rx_verdict v = gw_lane_rx_accept_on(rx, h, m, member < 0 ? 0u : (unsigned)member);
+	/* Bulk frames lost on the way in: the budget's signal (urgent lanes
+	 * keep their own). */
+	if (rx->gaps != gaps && !(h->lane & GW_LANE_URGENT))
+		gw_cc_budget_loss(&rv->budget);
+	switch (v) {
 	case GW_RX_STORED:
 		break;
 	case GW_RX_DUP:
@@ -329,6 +339,9 @@ static bool deliver_frame(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 	return done;
 }
 
+/* A lane counts as sending to us for this long after its last frame. */
+#define GW_CC_ACTIVE_NS (2 * 1000 * 1000ull)
+
 static void ack_send(struct gw_receiver *rv, uint16_t node, struct gw_peer *p, unsigned l)
 {
 	struct rte_mbuf *a = gw_txq_alloc(rv->txq);
@@ -341,6 +354,11 @@ static void ack_send(struct gw_receiver *rv, uint16_t node, struct gw_peer *p, u
 		show_all(rv);
 	struct gw_ack ack;
 	gw_lane_rx_ack(&p->rx[l], &ack);
+	if (rv->granting && l < GW_LANES_MAX &&
+	    (__atomic_load_n(&p->caps, __ATOMIC_RELAXED) & GW_CAP_GRANT)) {
+		uint64_t g = gw_cc_budget_grant(&rv->budget, rv->active) / GW_ACK_GRANT_UNIT;
+		ack.grant = (uint16_t)(g < 1 ? 1 : g > UINT16_MAX ? UINT16_MAX : g);
+	}
 	struct gw_hdr h = { .type = GW_FT_ACK, .dst_node = node, .lane = gw_lane_of_slot(l) };
 	h.len = (uint32_t)gw_wire_ack_put(rte_pktmbuf_mtod(a, uint8_t *) + GW_FRAME_MIN, &ack);
 	gw_txq_send(rv->txq, a, &p->addr, &h, 0);
@@ -355,6 +373,7 @@ static bool deliver_lanes(struct gw_receiver *rv, unsigned from, unsigned to)
 	uint8_t mine = (uint8_t)(rv->id + 1);
 	bool work = false;
 	uint16_t urgent = from == GW_LANES_MAX ? GW_CHAN_KIND_URGENT : 0;
+	unsigned active = 0;
 	for (unsigned k = 0; k < known; k++) {
 		uint16_t node = ps->known[k];
 		struct gw_peer *p = &ps->peer[node];
@@ -366,12 +385,19 @@ static bool deliver_lanes(struct gw_receiver *rv, unsigned from, unsigned to)
 			while ((m = gw_lane_rx_head(rx)) &&
 			       deliver_frame(rv, node, urgent, m, &rx->cursor, &rx->held_ns, &work)) {
 				rx->msgs += gw_wire_nrec(rte_pktmbuf_mtod(m, uint8_t *));
+				if (!urgent) {
+					gw_cc_budget_delivered(&rv->budget, m->pkt_len);
+					rx->busy_ns = rv->now;
+				}
 				gw_lane_rx_pop(rx);
 			}
+			active += rx->busy_ns && rv->now - rx->busy_ns < GW_CC_ACTIVE_NS;
 			if (rx->ack_due)
 				ack_send(rv, node, p, l);
 		}
 	}
+	if (!urgent)
+		rv->active = active ? active : 1;
 	return work;
 }
 

@@ -64,6 +64,12 @@ struct gw_receiver {
 	unsigned unpub_recs; /* records delivered since the clients were last shown them */
 	struct gw_deliver_wakes wakes; /* clients asleep on this CPU, shown and not woken */
 	bool held;                     /* this step held a frame (it may wait for one of them) */
+	/* Congestion control ([cc] control on): one budget for the bulk lanes
+	 * it owns, granted evenly to those that delivered in the last
+	 * GW_CC_ACTIVE_NS (active, at the last count). */
+	bool granting;
+	struct gw_cc_budget budget;
+	unsigned active;
 	/* when each node was last heard on this lcore's queues (the peers role reads it) */
 	alignas(64) uint64_t heard[GW_MAX_NODES];
 };

@@ -168,6 +168,20 @@ static int cmd_lane(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(d, key, tx->rtt_hist[b]);
 	}
 	rte_tel_data_add_dict_u64(d, "rtt_sum_ns", tx->rtt_sum_ns);
+	/* Congestion control ([cc]): its window and grant in bytes (grant 0:
+	 * none), pacing rate, base round trip, why it held frames back, cuts. */
+	const struct gw_cc *cc = &tx->cc;
+	rte_tel_data_add_dict_string(d, "cc", cc->p.on ? "delay" : "off");
+	rte_tel_data_add_dict_u64(d, "cc_inflight_bytes", tx->inflight_bytes);
+	rte_tel_data_add_dict_u64(d, "cc_cwnd_bytes", cc->cwnd);
+	rte_tel_data_add_dict_u64(d, "cc_grant_bytes", cc->grant == UINT64_MAX ? 0 : cc->grant);
+	rte_tel_data_add_dict_u64(d, "cc_rate_bps", gw_cc_rate(cc) * 8);
+	rte_tel_data_add_dict_u64(d, "cc_base_rtt_us", cc->base_ns == UINT64_MAX ? 0 : cc->base_ns / 1000);
+	rte_tel_data_add_dict_u64(d, "cc_cuts_delay", cc->cuts_delay);
+	rte_tel_data_add_dict_u64(d, "cc_cuts_loss", cc->cuts_loss);
+	rte_tel_data_add_dict_u64(d, "cc_paced", cc->paced);
+	rte_tel_data_add_dict_u64(d, "cc_cwnd_limited", cc->cwnd_limited);
+	rte_tel_data_add_dict_u64(d, "rx_gaps", rx->gaps);
 	rte_tel_data_add_dict_u64(d, "rx_frames", rx->frames);
 	rte_tel_data_add_dict_u64(d, "rx_msgs", rx->msgs);
 	rte_tel_data_add_dict_u64(d, "rx_dups", rx->dups);

@@ -46,7 +46,7 @@ static int batch_open(void *ctx, uint16_t node, struct gw_batch_frame *f)
 		    !__atomic_load_n(&p->lanes, __ATOMIC_ACQUIRE))
 			return -EHOSTUNREACH;
 		const struct gw_worker_class *l = lane_to(k, p);
-		if (!gw_lane_tx_open(&p->tx[l->slot]) || !gw_txq_room(w->txq, l->cls))
+		if (!gw_lane_tx_may_send(&p->tx[l->slot], w->now) || !gw_txq_room(w->txq, l->cls))
 			return -EAGAIN;
 	}
 	struct rte_mbuf *m = gw_txq_alloc(w->txq);
@@ -94,7 +94,7 @@ static void batch_ship(void *ctx, struct gw_batch_frame *f)
 	 * reference once sent. */
 	rte_mbuf_refcnt_update(m, 1);
 	gw_txq_send(w->txq, m, &p->addr, &h, 0);
-	gw_lane_tx_push(tx, m, w->now);
+	gw_lane_tx_push(tx, m, m->pkt_len, w->now);
 	gw_lane_tx_tag(tx, ++w->serial);
 	tx->msgs += f->nrec;
 	w->st->msgs_out += f->nrec;
@@ -242,7 +242,10 @@ static void command(struct gw_worker *w, const struct gw_cmd *cmd)
 
 static void on_ack(struct gw_worker *w, const struct gw_ack_msg *a, uint64_t now)
 {
-	gw_lane_tx_ack(&w->peers->peer[a->node].tx[gw_lane_slot(a->lane)], &a->ack, now);
+	struct gw_lane_tx *tx = &w->peers->peer[a->node].tx[gw_lane_slot(a->lane)];
+	/* A peer that does not grant writes 0 there. */
+	gw_cc_set_grant(&tx->cc, a->ack.grant ? a->ack.grant * (uint64_t)GW_ACK_GRANT_UNIT : UINT64_MAX);
+	gw_lane_tx_ack(tx, &a->ack, now);
 }
 
 /* What the other lcores' proxies queued: commands, ACKs. */

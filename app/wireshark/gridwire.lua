@@ -52,11 +52,13 @@ local f = {
     ack_epoch = ProtoField.uint32("gridwire.ack.epoch", "Acknowledged epoch", base.HEX),
     ack_cum = ProtoField.uint32("gridwire.ack.cum", "Delivered below"),
     ack_nbits = ProtoField.uint16("gridwire.ack.nbits", "SACK bits"),
+    ack_grant = ProtoField.uint16("gridwire.ack.grant", "Grant (x 64 bytes in flight, 0: none)"),
     ack_held = ProtoField.string("gridwire.ack.held", "Held (SACK)"),
     caps = ProtoField.uint32("gridwire.hello.caps", "Capabilities", base.HEX),
     cap_auth = ProtoField.bool("gridwire.hello.caps.auth", "Frames authenticated", 32, nil, 1),
     cap_batch = ProtoField.bool("gridwire.hello.caps.batching", "Batching", 32, nil, 2),
     cap_urgent = ProtoField.bool("gridwire.hello.caps.urgent", "Urgent lanes", 32, nil, 4),
+    cap_grant = ProtoField.bool("gridwire.hello.caps.grant", "Grants in ACKs (congestion control)", 32, nil, 8),
     interval = ProtoField.uint16("gridwire.hello.interval_ms", "Interval (ms)"),
     name = ProtoField.string("gridwire.hello.name", "Node name"),
     auth = ProtoField.none("gridwire.auth", "Auth trailer"),
@@ -157,6 +159,7 @@ local function ack(tvb, tree, len)
     tree:add_le(f.ack_cum, tvb(36, 4))
     local nbits = tvb(40, 2):le_uint()
     tree:add_le(f.ack_nbits, tvb(40, 2))
+    tree:add_le(f.ack_grant, tvb(42, 2))
     if nbits % 8 ~= 0 or nbits > 256 or len ~= 12 + nbits / 8 then
         tree:add_proto_expert_info(e_malformed, "SACK bits do not match the ACK's length")
         return
@@ -190,6 +193,7 @@ local function hello(tvb, tree, len)
     c:add_le(f.cap_auth, tvb(32, 4))
     c:add_le(f.cap_batch, tvb(32, 4))
     c:add_le(f.cap_urgent, tvb(32, 4))
+    c:add_le(f.cap_grant, tvb(32, 4))
     tree:add_le(f.interval, tvb(36, 2))
     tree:add(f.name, tvb(40, name_len))
     return tvb(40, name_len):string()

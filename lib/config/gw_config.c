@@ -58,6 +58,7 @@ enum {
 	GW_K_ID, GW_K_NAME, GW_K_SOCKET, GW_K_SOCKET_MODE, GW_K_SOCKET_GROUP, GW_K_PEERS,
 	GW_K_KIND, GW_K_MEMBERS, GW_K_BOND_MODE, GW_K_MTU, GW_K_IP, GW_K_UDP_PORT, GW_K_MBUFS,
 	GW_K_WINDOW, GW_K_RTO_MIN, GW_K_RTO_MAX, GW_K_BATCH_MAX, GW_K_HELLO, GW_K_PEER_TIMEOUT,
+	GW_K_CC_CONTROL, GW_K_CC_TARGET,
 	GW_K_RING, GW_K_ARENA_KB, GW_K_MSG_MAX, GW_K_CLIENTS_MAX, GW_K_DEST_BLOCK,
 	GW_K_STRATEGY, GW_K_SPIN_POLLS, GW_K_YIELD_POLLS, GW_K_SLEEP_MAX,
 	GW_K_WORKERS,
@@ -118,6 +119,12 @@ static const struct gw_choice gw_auth_aeads[] = {
 	{ NULL, 0 },
 };
 
+static const struct gw_choice gw_cc_controls[] = {
+	{ "off", GW_CONFIG_CC_OFF },
+	{ "delay", GW_CONFIG_CC_DELAY },
+	{ NULL, 0 },
+};
+
 static const struct gw_choice gw_strategies[] = {
 	{ "spin", GW_IDLE_SPIN },
 	{ "backoff", GW_IDLE_BACKOFF },
@@ -170,6 +177,8 @@ static const struct gw_key gw_keys[GW_NKEYS] = {
 	[GW_K_BATCH_MAX] = GW_NUM("proto", "batch_max", batch_max, 0, 4096),
 	[GW_K_HELLO] = GW_NUM("proto", "hello_ms", hello_ms, 10, 10000),
 	[GW_K_PEER_TIMEOUT] = GW_NUM("proto", "peer_timeout_ms", peer_timeout_ms, 30, 3600000),
+	[GW_K_CC_CONTROL] = GW_CHOICE("cc", "control", cc_control, gw_cc_controls),
+	[GW_K_CC_TARGET] = GW_NUM("cc", "target_us", cc_target_us, 10, 100000),
 	[GW_K_RING] = GW_POW2("chan", "ring", ring_count, 64, 1048576),
 	[GW_K_ARENA_KB] = GW_POW2("chan", "arena_kb", arena_kb, 64, 262144),
 	/* Descriptors carry a 16-bit length. */
@@ -743,6 +752,8 @@ void gw_config_defaults(struct gw_config *cfg)
 	cfg->batch_max = 0;
 	cfg->hello_ms = 100;
 	cfg->peer_timeout_ms = 1000;
+	cfg->cc_control = GW_CONFIG_CC_DELAY;
+	cfg->cc_target_us = 500;
 	cfg->ring_count = 4096;
 	cfg->arena_kb = 1024;
 	cfg->msg_max = 8192;

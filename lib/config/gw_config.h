@@ -64,6 +64,9 @@ struct gw_config {
 	unsigned batch_max;      /* records per frame; 0 = as many as fit, 1 = batching off */
 	unsigned hello_ms;
 	unsigned peer_timeout_ms;
+	/* [cc] */
+	unsigned cc_control;     /* GW_CONFIG_CC_* */
+	unsigned cc_target_us;   /* queueing delay aimed at, over the base round trip */
 	/* [chan] */
 	unsigned ring_count;     /* descriptors per direction, power of two */
 	unsigned arena_kb;       /* arena per direction, power of two */
@@ -88,6 +91,10 @@ struct gw_config {
 	unsigned auth_roll_s;    /* new frame keys after this long... */
 	unsigned auth_roll_gb;   /* ...or this many GiB sealed, whichever comes first */
 };
+
+/* [cc] control: off (the lane window alone), or delay-based (gw_cc.h). */
+#define GW_CONFIG_CC_OFF 0
+#define GW_CONFIG_CC_DELAY 1
 
 /* [auth] mode and aead: the values of lib/auth's enums. */
 #define GW_CONFIG_AUTH_AUTHENTICATE 1

@@ -98,9 +98,15 @@ void gw_lane_tx_fini(struct gw_lane_tx *tx)
 	free(tx->slots);
 	tx->slots = NULL;
 	tx->due_ns = UINT64_MAX;
+	tx->inflight_bytes = 0;
 }
 
-uint32_t gw_lane_tx_push(struct gw_lane_tx *tx, void *frame, uint64_t now)
+void gw_lane_tx_set_cc(struct gw_lane_tx *tx, const struct gw_cc_params *p)
+{
+	gw_cc_init(&tx->cc, p);
+}
+
+uint32_t gw_lane_tx_push(struct gw_lane_tx *tx, void *frame, uint32_t bytes, uint64_t now)
 {
 	uint32_t seq = tx->nxt++;
 	struct gw_lane_slot *s = &tx->slots[seq & (tx->win - 1)];
@@ -113,8 +119,11 @@ uint32_t gw_lane_tx_push(struct gw_lane_tx *tx, void *frame, uint64_t now)
 		.sent_ns = now,
 		.rto_ns = gw_lane_tx_rto(tx),
 		.nsent = 1,
+		.bytes = bytes,
 	};
 	tx->frames++;
+	tx->inflight_bytes += bytes;
+	gw_cc_on_send(&tx->cc, bytes, now);
 	tx->due_ns = gw_min_u64(tx->due_ns, gw_lane_deadline(now, s->rto_ns));
 	return seq;
 }
@@ -136,22 +145,26 @@ int gw_lane_tx_ack(struct gw_lane_tx *tx, const struct gw_ack *ack, uint64_t now
 	 * receiver for an earlier one, and so do most frames older than the
 	 * newest released: their samples would only inflate srtt.
 	 */
-	uint64_t rtt = UINT64_MAX;
+	uint64_t rtt = UINT64_MAX, bytes = 0;
 	int n = 0;
 	for (; una != ack->cum; una++, n++) {
 		struct gw_lane_slot *s = &tx->slots[una & mask];
 
 		if (s->nsent == 1 && !s->sacked)
 			rtt = gw_min_u64(rtt, now - s->sent_ns);
+		bytes += s->bytes;
 		tx->release(s->frame, tx->ctx);
 		s->frame = NULL;
 	}
 	tx->una = una;
+	tx->inflight_bytes -= bytes;
 	if (rtt != UINT64_MAX) {
 		tx->srtt_ns = tx->srtt_ns ? tx->srtt_ns - tx->srtt_ns / 8 + rtt / 8 : rtt;
 		tx->rtt_hist[gw_lane_rtt_bucket(rtt)]++;
 		tx->rtt_sum_ns += rtt;
 	}
+	/* A sample of 0 ns (a clock too coarse) says nothing to the controller. */
+	gw_cc_on_ack(&tx->cc, bytes, rtt != UINT64_MAX ? rtt : 0, now);
 	if (n)
 		tx->progress_ns = now;
 	if (gw_seq_before(tx->sack_hi, una))
@@ -195,6 +208,7 @@ void gw_lane_tx_abandon(struct gw_lane_tx *tx)
 		return;
 	tx->release(s->frame, tx->ctx);
 	s->frame = NULL;
+	tx->inflight_bytes -= s->bytes;
 	tx->una++;
 	if (gw_seq_before(tx->sack_hi, tx->una))
 		tx->sack_hi = tx->una;
@@ -233,11 +247,14 @@ unsigned gw_lane_tx_due(struct gw_lane_tx *tx, uint64_t now, void **out, unsigne
 				s->nsent++;
 			tx->retrans++;
 			out[n++] = s->frame;
+			gw_cc_on_send(&tx->cc, s->bytes, now);
 			wait = gw_lane_tx_wait(tx, s, seq, guard);
 		}
 		next = gw_min_u64(next, gw_lane_deadline(s->sent_ns, wait));
 	}
 	tx->due_ns = next;
+	if (n)
+		gw_cc_on_loss(&tx->cc, now);
 	return n;
 }
 
@@ -356,7 +373,7 @@ enum gw_lane_rx_verdict gw_lane_rx_accept_on(struct gw_lane_rx *rx, const struct
 		}
 		rx->active = true;
 		rx->epoch = h->epoch;
-		rx->next = h->base;
+		rx->next = rx->top = h->base;
 		rx->cursor = 0;
 		rx->held_ns = 0;
 	} else if (gw_seq_before(rx->next, h->base)) {
@@ -367,6 +384,12 @@ enum gw_lane_rx_verdict gw_lane_rx_accept_on(struct gw_lane_rx *rx, const struct
 		rx->held_ns = 0;
 	}
 	rx->frames++;
+	if (gw_seq_before(rx->top, rx->next))
+		rx->top = rx->next;
+	if (gw_seq_before(rx->top, h->seq))
+		rx->gaps++; /* frames top..seq-1 have not come: lost, or late */
+	if (!gw_seq_before(h->seq, rx->top))
+		rx->top = h->seq + 1;
 	bool other = rx->copies && gw_lane_rx_copy_of_other(rx, h->seq, member);
 
 	if (gw_seq_before(h->seq, rx->next))
@@ -411,6 +434,7 @@ void gw_lane_rx_ack(struct gw_lane_rx *rx, struct gw_ack *ack)
 	}
 	ack->acked_epoch = rx->epoch;
 	ack->cum = rx->next;
+	ack->grant = 0;
 	ack->nbits = (uint16_t)((top + 7) & ~7u);
 	rx->ack_due = false;
 }

@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gw_cc.h"
 #include "gw_wire.h"
 
 #define GW_LANE_WIN_MAX GW_SACK_BITS
@@ -50,7 +51,8 @@ struct gw_lane_slot {
 	uint64_t rto_ns;  /* current timeout of this frame, doubled per retransmit */
 	uint16_t nsent;
 	bool sacked;
-	uint32_t tag; /* the caller's number for the frame (gw_lane_tx_tag) */
+	uint32_t tag;   /* the caller's number for the frame (gw_lane_tx_tag) */
+	uint32_t bytes; /* on the wire, for the congestion window */
 };
 
 /* Lane state is written by one lcore (a worker, a receiver): each starts a
@@ -69,6 +71,8 @@ struct gw_lane_tx {
 	struct gw_lane_slot *slots;
 	gw_lane_release_t release;
 	void *ctx;
+	uint64_t inflight_bytes;
+	struct gw_cc cc; /* off unless gw_lane_tx_set_cc */
 	/* counters (msgs: kept by the caller, which knows what a frame holds) */
 	uint64_t frames, retrans, acks, bad_acks, msgs;
 	uint64_t rtt_hist[GW_LANE_RTT_BUCKETS], rtt_sum_ns;
@@ -83,6 +87,8 @@ struct gw_lane_rx {
 	 * when it has been held there (0: not held); zeroed with a new head */
 	uint32_t cursor;
 	uint64_t held_ns;
+	uint64_t busy_ns; /* the caller's: when it last delivered a frame */
+	uint32_t top;     /* one past the highest seq seen since the last reset */
 	bool ack_due;
 	void **held;
 	/* which members carried each recent seq (NULL: not tracked); 2 * win
@@ -92,6 +98,7 @@ struct gw_lane_rx {
 	void *ctx;
 	/* counters (msgs: kept by the caller, which knows what a frame holds) */
 	uint64_t frames, dups, out_of_window, resets, redundant, msgs;
+	uint64_t gaps; /* frames that came past a gap: the path lost some */
 };
 
 /* Results of gw_lane_rx_accept. */
@@ -114,10 +121,20 @@ int gw_lane_tx_init(struct gw_lane_tx *tx, uint32_t win, uint32_t epoch, uint64_
 		    uint64_t rto_max_ns, gw_lane_release_t release, void *ctx);
 /* Release every frame still held. */
 void gw_lane_tx_fini(struct gw_lane_tx *tx);
+/* Put the lane under congestion control (gw_cc.h); init leaves it off. */
+void gw_lane_tx_set_cc(struct gw_lane_tx *tx, const struct gw_cc_params *p);
 
+/* Is there room in the window? */
 static inline bool gw_lane_tx_open(const struct gw_lane_tx *tx)
 {
 	return tx->nxt - tx->una < tx->win;
+}
+
+/* May a new frame go now: room in the window, and the congestion window
+ * and pacing allow it (counted when they do not). */
+static inline bool gw_lane_tx_may_send(struct gw_lane_tx *tx, uint64_t now)
+{
+	return gw_lane_tx_open(tx) && gw_cc_may_send(&tx->cc, tx->inflight_bytes, now, true);
 }
 
 /* The rtt_hist bucket of a sample of ns. */
@@ -135,10 +152,11 @@ static inline uint32_t gw_lane_tx_inflight(const struct gw_lane_tx *tx)
 }
 
 /*
- * Take ownership of a frame built with seq = tx->nxt and base = tx->una and
- * just transmitted at now. The window must be open. Returns its seq.
+ * Take ownership of a frame of bytes built with seq = tx->nxt and base =
+ * tx->una and just transmitted at now. The window must be open. Returns
+ * its seq.
  */
-uint32_t gw_lane_tx_push(struct gw_lane_tx *tx, void *frame, uint64_t now);
+uint32_t gw_lane_tx_push(struct gw_lane_tx *tx, void *frame, uint32_t bytes, uint64_t now);
 
 /*
  * Apply an ack. Releases the frames it covers and returns how many, or
@@ -234,7 +252,7 @@ static inline void *gw_lane_rx_head(const struct gw_lane_rx *rx)
 /* The head frame (which must be there) is fully delivered: release it and move on. */
 void gw_lane_rx_pop(struct gw_lane_rx *rx);
 
-/* Fill an ack for the current state and clear ack_due. */
+/* Fill an ack for the current state (no grant) and clear ack_due. */
 void gw_lane_rx_ack(struct gw_lane_rx *rx, struct gw_ack *ack);
 
 #endif

@@ -55,7 +55,7 @@
 #define ACK_EPOCH 0
 #define ACK_CUM 4
 #define ACK_NBITS 8
-#define ACK_RSVD 10
+#define ACK_GRANT 10
 #define ACK_SACK 12
 #define HELLO_CAPS 0
 #define HELLO_INTERVAL 4
@@ -382,7 +382,7 @@ size_t gw_wire_ack_put(uint8_t *payload, const struct gw_ack *ack)
 	put_le32(payload + ACK_EPOCH, ack->acked_epoch);
 	put_le32(payload + ACK_CUM, ack->cum);
 	put_le16(payload + ACK_NBITS, (uint16_t)(nbytes * 8));
-	put_le16(payload + ACK_RSVD, 0);
+	put_le16(payload + ACK_GRANT, ack->grant);
 	memcpy(payload + ACK_SACK, ack->sack, nbytes);
 	/* Bits past nbits may be stale in the caller's array: never claim them. */
 	if (nbits % 8)
@@ -400,6 +400,7 @@ int gw_wire_ack_get(const uint8_t *payload, size_t len, struct gw_ack *ack)
 	ack->acked_epoch = get_le32(payload + ACK_EPOCH);
 	ack->cum = get_le32(payload + ACK_CUM);
 	ack->nbits = nbits;
+	ack->grant = get_le16(payload + ACK_GRANT);
 	memcpy(ack->sack, payload + ACK_SACK, nbits / 8);
 	memset(ack->sack + nbits / 8, 0, sizeof(ack->sack) - nbits / 8);
 	return 0;

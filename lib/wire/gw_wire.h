@@ -98,13 +98,18 @@ struct gw_ack {
 	uint32_t acked_epoch; /* epoch of the DATA sender being acknowledged */
 	uint32_t cum;
 	uint16_t nbits;
+	/* The ACK's reserved field, in acks to a GW_CAP_GRANT peer: the bytes
+	 * (in GW_ACK_GRANT_UNIT) this lane may have in flight; 0: no grant. */
+	uint16_t grant;
 	uint8_t sack[GW_SACK_BITS / 8];
 };
+#define GW_ACK_GRANT_UNIT 64u
 
 /* HELLO capability bits: how the sender runs, for its peers to show. */
 #define GW_CAP_AUTH 1u     /* its frames carry an [auth] tag */
 #define GW_CAP_BATCHING 2u /* it packs several messages per frame (batch_max != 1) */
 #define GW_CAP_URGENT 4u   /* it takes urgent lanes (GW_LANE_URGENT) */
+#define GW_CAP_GRANT 8u    /* it sends within the grants in ACKs, and grants */
 
 /* HELLO payload. keys: the [auth] key ids the sender holds, newest first
  * (its peers seal with the newest of them they hold too). */

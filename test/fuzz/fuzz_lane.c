@@ -222,6 +222,10 @@ FZ_ORACLE static void check_all(bool walk)
 
 	CHECK(inflight <= tx->win);
 	CHECK(gw_lane_tx_open(tx) == (inflight < tx->win));
+	/* Every frame here is 1000 bytes; the controller stays in its bounds
+	 * whatever acks, losses and time do to it. */
+	CHECK(tx->inflight_bytes == 1000ull * inflight);
+	CHECK(!tx->cc.p.on || (tx->cc.cwnd >= tx->cc.p.cwnd_min && tx->cc.cwnd <= tx->cc.p.cwnd_max));
 	/* In [una, nxt] while anything is in flight (pinned again on a push). */
 	CHECK(!inflight || tx->sack_hi - tx->una <= inflight);
 	CHECK(z.tx_live == inflight);
@@ -286,6 +290,14 @@ static void tx_setup(struct fz_in *in, uint32_t epoch)
 		rto_max = UINT64_MAX; /* "as large as the caller likes": saturation */
 	CHECK(gw_lane_tx_init(&z.tx, 1u << (w % 9), epoch, rto_min, rto_max, fz_release,
 			      &z.tx) == 0);
+	if (r & 0x20) { /* under congestion control, with its targets from the input */
+		struct gw_cc_params p;
+		gw_cc_params_default(&p, 1 + rd16(in));
+		p.target_ns = rd16(in) * 100ull;
+		p.fs_range_ns = rd16(in) * 100ull;
+		p.base_window_ns = 1 + rd16(in) * 1000ull;
+		gw_lane_tx_set_cc(&z.tx, &p);
+	}
 	if (w & 0x80) {
 		/* Allowed right after init: start anywhere, near the wrap usually. */
 		uint32_t start = (w & 0x40) ? rd32(in) : UINT32_MAX - rd8(in);
@@ -336,8 +348,12 @@ static void op_push(unsigned n, bool lost)
 	while (n--) {
 		if (!gw_lane_tx_open(&z.tx)) {
 			CHECK(gw_lane_tx_inflight(&z.tx) == z.tx.win);
+			CHECK(!gw_lane_tx_may_send(&z.tx, z.now));
 			return;
 		}
+		/* The controller only says when: a push it would hold is still
+		 * taken (a caller that knows better, as a test does). */
+		(void)gw_lane_tx_may_send(&z.tx, z.now);
 		struct fz_frame *f = fz_alloc(FZ_OPS_FRAMES);
 		if (!f)
 			return;
@@ -350,7 +366,7 @@ static void op_push(unsigned n, bool lost)
 		f->sent_ns = z.now;
 		z.tx_ring[f->seq & (z.tx.win - 1)] = (int32_t)(f - pool);
 		z.tx_live++;
-		CHECK(gw_lane_tx_push(&z.tx, f, z.now) == f->seq);
+		CHECK(gw_lane_tx_push(&z.tx, f, 1000, z.now) == f->seq);
 		TRACE("push seq %u base %u%s\n", f->seq, f->base, lost ? " (lost)" : "");
 		if (!lost && z.nlink < FZ_LINK)
 			z.link[z.nlink++] = (int32_t)(f - pool);
@@ -573,6 +589,8 @@ static void ack_apply(const struct gw_ack *a, bool forged)
 
 	rel_expect(una, ok ? a->cum : una, true);
 	z.tx_released = 0;
+	/* As the worker does: the grant first, then the ack. */
+	gw_cc_set_grant(&tx->cc, a->grant ? a->grant * (uint64_t)GW_ACK_GRANT_UNIT : UINT64_MAX);
 	int rc = gw_lane_tx_ack(tx, a, z.now);
 	z.rel_open = false;
 	TRACE("ack%s epoch %08x cum %u nbits %u -> %d, una %u\n", forged ? " (forged)" : "",
@@ -630,6 +648,7 @@ static void op_ack_forged(struct fz_in *in, unsigned arg)
 	}
 	a.acked_epoch = (arg & 4) ? rd32(in) : tx->epoch;
 	a.nbits = rd16(in);
+	a.grant = rd16(in); /* any grant, as a peer may write */
 	if (arg & 8)
 		for (unsigned i = 0; i < sizeof(a.sack); i++)
 			a.sack[i] = rd8(in);

@@ -67,7 +67,7 @@ WIRE="lib/wire/gw_wire.c lib/wire/gw_crc32c.c"
 # --coverage reports on.
 declare -A SRCS=(
     [wire]="$WIRE"
-    [lane]="lib/proto/gw_lane.c $WIRE"
+    [lane]="lib/proto/gw_lane.c lib/proto/gw_cc.c $WIRE"
     [auth]="lib/auth/gw_auth.c $WIRE"
     [config]="lib/config/gw_config.c drivers/gw_port.c drivers/gw_af_packet.c drivers/gw_pci.c drivers/gw_tap.c drivers/gw_vhost.c $WIRE"
     [chan]="lib/chan/gw_chan_gw.c lib/chan/gw_chan_client.c"
@@ -76,7 +76,7 @@ declare -A SRCS=(
 # What --coverage reports on: the code each target is for, without the
 # helpers it links (the lane's frames, the drivers' open paths).
 declare -A COVER=(
-    [wire]="$WIRE" [lane]="lib/proto/gw_lane.c" [auth]="lib/auth/gw_auth.c"
+    [wire]="$WIRE" [lane]="lib/proto/gw_lane.c lib/proto/gw_cc.c" [auth]="lib/auth/gw_auth.c"
     [config]="lib/config/gw_config.c" [chan]="lib/chan/gw_chan_gw.c"
     [ctl]="lib/chan/gw_ctl.c lib/dir/gw_dir.c"
 )

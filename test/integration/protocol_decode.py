@@ -30,7 +30,7 @@ Per frame:
   auth                       the [auth] trailer, or null
   records                    DATA: [{len, kind, kind_name, flags, dst_ep,
                              src_chan, reserved, msg_id[, reject]}]
-  ack                        ACK: {acked_epoch, cum, nbits, reserved,
+  ack                        ACK: {acked_epoch, cum, nbits, grant (units of 64 bytes, 0: none),
                              sack (hex), held: [seq...]}
   hello                      HELLO: {caps, caps_auth, caps_batching,
                              interval_ms, name_len, nkeys, name, keys}
@@ -226,8 +226,8 @@ def decode_records(p):
 def decode_ack(p):
     if len(p) < 12:
         return None, f"ACK payload of {len(p)} bytes (< 12)"
-    acked_epoch, cum, nbits, res = struct.unpack("<IIHH", p[:12])
-    a = {"acked_epoch": acked_epoch, "cum": cum, "nbits": nbits, "reserved": res}
+    acked_epoch, cum, nbits, grant = struct.unpack("<IIHH", p[:12])
+    a = {"acked_epoch": acked_epoch, "cum": cum, "nbits": nbits, "grant": grant}
     if nbits % 8 or nbits > SACK_BITS:
         return a, f"nbits {nbits}"
     if len(p) != 12 + nbits // 8:

@@ -307,6 +307,9 @@ static const struct bad_value bad_values[] = {
 	{ "proto", "hello_ms", "10001" },
 	{ "proto", "hello_ms", "400" }, /* 3 * 400 > the default peer_timeout_ms */
 	{ "proto", "peer_timeout_ms", "299" },
+	{ "cc", "control", "cubic" },
+	{ "cc", "target_us", "9" },
+	{ "cc", "target_us", "100001" },
 	{ "chan", "ring", "32" },
 	{ "chan", "ring", "100" },
 	{ "chan", "ring", "2097152" },
@@ -492,7 +495,7 @@ static void test_unknown_names(void)
 	assert_refused(load_text(&cfg, "[port]\nmtuu = 9000\n", NULL, 0),
 		       "unknown key [port] mtuu; known keys: kind, members, bond_mode, mtu, ip, udp_port, mbufs");
 	assert_refused(load_text(&cfg, "[portt]\nmtu = 9000\n", NULL, 0),
-		       "unknown section [portt]; known sections: eal, node, port, proto, chan, idle");
+		       "unknown section [portt]; known sections: eal, node, port, proto, cc, chan, idle");
 	assert_refused(load_text(&cfg, "[extra]\n", NULL, 0), "unknown section [extra]");
 	assert_refused(load_text(&cfg, "[node]\n# id = 2\n", NULL, 0), "unknown key [node] # id");
 

@@ -91,7 +91,7 @@ static void test_window_closes(void)
 	CU_ASSERT_EQUAL_FATAL(gw_lane_tx_init(&tx, 4, EPOCH, 100, 1000, relog_release, &l), 0);
 	for (uint32_t i = 0; i < 4; i++) {
 		CU_ASSERT(gw_lane_tx_open(&tx));
-		CU_ASSERT_EQUAL(gw_lane_tx_push(&tx, H(i + 1), 0), i);
+		CU_ASSERT_EQUAL(gw_lane_tx_push(&tx, H(i + 1), 1000, 0), i);
 	}
 	CU_ASSERT(!gw_lane_tx_open(&tx));
 	CU_ASSERT_EQUAL(gw_lane_tx_inflight(&tx), 4);
@@ -112,7 +112,7 @@ static void test_ack_releases(void)
 
 	CU_ASSERT_EQUAL_FATAL(gw_lane_tx_init(&tx, 8, EPOCH, 100, 1000, relog_release, &l), 0);
 	for (unsigned i = 0; i < 5; i++)
-		gw_lane_tx_push(&tx, H(10 + i), 0);
+		gw_lane_tx_push(&tx, H(10 + i), 1000, 0);
 
 	struct gw_ack a = ack_of(EPOCH, 3);
 	CU_ASSERT_EQUAL(gw_lane_tx_ack(&tx, &a, 50), 3);
@@ -148,7 +148,7 @@ static void test_bad_acks(void)
 
 	CU_ASSERT_EQUAL_FATAL(gw_lane_tx_init(&tx, 8, EPOCH, 100, 1000, relog_release, &l), 0);
 	for (unsigned i = 0; i < 3; i++)
-		gw_lane_tx_push(&tx, H(i + 1), 0);
+		gw_lane_tx_push(&tx, H(i + 1), 1000, 0);
 
 	struct gw_ack a = ack_of(EPOCH + 1, 1);
 	CU_ASSERT_EQUAL(gw_lane_tx_ack(&tx, &a, 10), -EINVAL);
@@ -177,35 +177,35 @@ static void test_rtt_rto(void)
 	void *out[4];
 
 	CU_ASSERT_EQUAL_FATAL(gw_lane_tx_init(&tx, 8, EPOCH, 100, 1000, relog_release, &l), 0);
-	gw_lane_tx_push(&tx, H(1), 0); /* seq 0: no sample yet, rto_min */
+	gw_lane_tx_push(&tx, H(1), 1000, 0); /* seq 0: no sample yet, rto_min */
 	CU_ASSERT_EQUAL(tx.slots[0].rto_ns, 100);
 	a = ack_of(EPOCH, 1);
 	gw_lane_tx_ack(&tx, &a, 40);
 	CU_ASSERT_EQUAL(tx.srtt_ns, 40); /* the first sample sets it */
 
-	gw_lane_tx_push(&tx, H(2), 100); /* seq 1: 2 * 40 is under rto_min */
+	gw_lane_tx_push(&tx, H(2), 1000, 100); /* seq 1: 2 * 40 is under rto_min */
 	CU_ASSERT_EQUAL(tx.slots[1].rto_ns, 100);
 	a = ack_of(EPOCH, 2);
 	gw_lane_tx_ack(&tx, &a, 400);
 	CU_ASSERT_EQUAL(tx.srtt_ns, 40 - 40 / 8 + 300 / 8);
 
-	gw_lane_tx_push(&tx, H(3), 400); /* seq 2 */
+	gw_lane_tx_push(&tx, H(3), 1000, 400); /* seq 2 */
 	CU_ASSERT_EQUAL(tx.slots[2].rto_ns, 2 * 72);
 	CU_ASSERT_EQUAL(gw_lane_tx_due(&tx, 544, out, 4), 1);
 	a = ack_of(EPOCH, 3);
 	gw_lane_tx_ack(&tx, &a, 600);
 	CU_ASSERT_EQUAL(tx.srtt_ns, 72); /* Karn: sent twice, no sample */
 
-	gw_lane_tx_push(&tx, H(4), 600); /* seq 3 */
+	gw_lane_tx_push(&tx, H(4), 1000, 600); /* seq 3 */
 	a = ack_of(EPOCH, 4);
 	gw_lane_tx_ack(&tx, &a, 5600);
 	CU_ASSERT_EQUAL(tx.srtt_ns, 72 - 72 / 8 + 5000 / 8);
-	gw_lane_tx_push(&tx, H(5), 5600); /* seq 4: 2 * 688 is capped */
+	gw_lane_tx_push(&tx, H(5), 1000, 5600); /* seq 4: 2 * 688 is capped */
 	CU_ASSERT_EQUAL(tx.slots[4].rto_ns, 1000);
 
 	/* Of several frames acked at once, the freshest sample counts. */
-	gw_lane_tx_push(&tx, H(6), 6000);
-	gw_lane_tx_push(&tx, H(7), 6100);
+	gw_lane_tx_push(&tx, H(6), 1000, 6000);
+	gw_lane_tx_push(&tx, H(7), 1000, 6100);
 	a = ack_of(EPOCH, 7);
 	CU_ASSERT_EQUAL(gw_lane_tx_ack(&tx, &a, 6200), 3);
 	CU_ASSERT_EQUAL(tx.srtt_ns, 688 - 688 / 8 + 100 / 8);
@@ -236,7 +236,7 @@ static void test_timeout_backoff(void)
 	void *out[4];
 
 	CU_ASSERT_EQUAL_FATAL(gw_lane_tx_init(&tx, 4, EPOCH, 100, 350, relog_release, &l), 0);
-	gw_lane_tx_push(&tx, H(1), 0);
+	gw_lane_tx_push(&tx, H(1), 1000, 0);
 	CU_ASSERT_EQUAL(gw_lane_tx_next_deadline(&tx), 100);
 	CU_ASSERT_EQUAL(gw_lane_tx_due(&tx, 99, out, 4), 0);
 	CU_ASSERT_EQUAL_FATAL(gw_lane_tx_due(&tx, 100, out, 4), 1);
@@ -255,8 +255,8 @@ static void test_timeout_backoff(void)
 	CU_ASSERT_EQUAL(tx.retrans, 3);
 
 	/* A full out array leaves the rest due now. */
-	gw_lane_tx_push(&tx, H(2), 650);
-	gw_lane_tx_push(&tx, H(3), 650);
+	gw_lane_tx_push(&tx, H(2), 1000, 650);
+	gw_lane_tx_push(&tx, H(3), 1000, 650);
 	CU_ASSERT_EQUAL_FATAL(gw_lane_tx_due(&tx, 750, out, 1), 1);
 	CU_ASSERT_PTR_EQUAL(out[0], H(2));
 	CU_ASSERT_EQUAL(gw_lane_tx_next_deadline(&tx), 750);
@@ -282,7 +282,7 @@ static void test_sack_hole(void)
 
 	CU_ASSERT_EQUAL_FATAL(gw_lane_tx_init(&tx, 8, EPOCH, 100, 10000, relog_release, &l), 0);
 	for (unsigned i = 0; i < 4; i++)
-		gw_lane_tx_push(&tx, H(100 + i), 0);
+		gw_lane_tx_push(&tx, H(100 + i), 1000, 0);
 
 	/* 0 delivered, 3 held: 1 and 2 are holes. */
 	a = ack_of(EPOCH, 1);
@@ -308,7 +308,7 @@ static void test_sack_hole(void)
 	CU_ASSERT_EQUAL(gw_lane_tx_due(&tx, 149, out, 8), 0);
 
 	/* A newly held frame is progress: the holes go again. */
-	gw_lane_tx_push(&tx, H(104), 60);
+	gw_lane_tx_push(&tx, H(104), 1000, 60);
 	ack_hold(&a, 4);
 	CU_ASSERT_EQUAL(gw_lane_tx_ack(&tx, &a, 130), 0);
 	CU_ASSERT_EQUAL_FATAL(gw_lane_tx_due(&tx, 130, out, 8), 2);
@@ -347,7 +347,7 @@ static void test_sack_past_nxt(void)
 
 	CU_ASSERT_EQUAL_FATAL(gw_lane_tx_init(&tx, 8, EPOCH, 100, 1000, relog_release, &l), 0);
 	for (unsigned i = 0; i < 3; i++)
-		gw_lane_tx_push(&tx, H(i + 1), 0);
+		gw_lane_tx_push(&tx, H(i + 1), 1000, 0);
 
 	struct gw_ack a = ack_of(EPOCH, 0);
 	memset(a.sack, 0xff, sizeof(a.sack));
@@ -369,7 +369,7 @@ static void test_tx_fini_releases(void)
 
 	CU_ASSERT_EQUAL_FATAL(gw_lane_tx_init(&tx, 4, EPOCH, 100, 1000, relog_release, &l), 0);
 	for (unsigned i = 0; i < 3; i++)
-		gw_lane_tx_push(&tx, H(i + 1), 0);
+		gw_lane_tx_push(&tx, H(i + 1), 1000, 0);
 	struct gw_ack a = ack_of(EPOCH, 1);
 	gw_lane_tx_ack(&tx, &a, 10);
 	gw_lane_tx_fini(&tx);
@@ -394,7 +394,7 @@ static void test_tx_abandon(void)
 	gw_lane_tx_abandon(&tx); /* nothing in flight: nothing happens */
 	CU_ASSERT_EQUAL(tx.una, 0);
 	for (unsigned i = 0; i < 3; i++)
-		gw_lane_tx_push(&tx, H(i + 1), 0);
+		gw_lane_tx_push(&tx, H(i + 1), 1000, 0);
 	/* The receiver holds seq 1 only, waiting for 0. */
 	struct gw_hdr h = data_hdr(EPOCH, 1, 0);
 	CU_ASSERT_EQUAL(gw_lane_rx_accept(&rx, &h, H(11)), GW_RX_STORED);
@@ -416,7 +416,7 @@ static void test_tx_abandon(void)
 	CU_ASSERT_EQUAL(gw_lane_tx_next_deadline(&tx), UINT64_MAX);
 
 	/* The next frame carries base 3: the held seq 1 is dropped, not delivered. */
-	gw_lane_tx_push(&tx, H(4), 10);
+	gw_lane_tx_push(&tx, H(4), 1000, 10);
 	h = data_hdr(EPOCH, 3, tx.una);
 	CU_ASSERT_EQUAL(gw_lane_rx_accept(&rx, &h, H(14)), GW_RX_STORED);
 	CU_ASSERT_PTR_EQUAL(gw_lane_rx_head(&rx), H(14));
@@ -544,6 +544,39 @@ static void test_rx_beyond(void)
 	CU_ASSERT_EQUAL(a.sack[0], 1u << 2);
 	gw_lane_rx_fini(&rx);
 	CU_ASSERT_EQUAL(l.n, 1);
+}
+
+/* A frame past the highest seen says the ones between were lost: one gap,
+ * whatever fills it later, and none for frames in order or sent again. */
+static void test_rx_gaps(void)
+{
+	struct gw_lane_rx rx;
+	struct relog l = { 0 };
+	struct gw_hdr h = data_hdr(5, 0, 0);
+	struct gw_ack a;
+
+	CU_ASSERT_EQUAL_FATAL(gw_lane_rx_init(&rx, 8, relog_release, &l), 0);
+	CU_ASSERT_EQUAL(gw_lane_rx_accept(&rx, &h, H(1)), GW_RX_STORED);
+	CU_ASSERT_EQUAL(rx.gaps, 0);
+	h.seq = 3; /* 1 and 2 lost */
+	CU_ASSERT_EQUAL(gw_lane_rx_accept(&rx, &h, H(2)), GW_RX_STORED);
+	CU_ASSERT_EQUAL(rx.gaps, 1);
+	h.seq = 1;
+	CU_ASSERT_EQUAL(gw_lane_rx_accept(&rx, &h, H(3)), GW_RX_STORED);
+	h.seq = 2;
+	CU_ASSERT_EQUAL(gw_lane_rx_accept(&rx, &h, H(4)), GW_RX_STORED);
+	h.seq = 4;
+	CU_ASSERT_EQUAL(gw_lane_rx_accept(&rx, &h, H(5)), GW_RX_STORED);
+	h.seq = 3; /* again */
+	CU_ASSERT_EQUAL(gw_lane_rx_accept(&rx, &h, H(6)), GW_RX_DUP);
+	CU_ASSERT_EQUAL(rx.gaps, 1);
+	gw_lane_rx_ack(&rx, &a);
+	CU_ASSERT_EQUAL(a.grant, 0);
+	/* A restarted sender starts at its base: no gap before it. */
+	h = data_hdr(6, 100, 100);
+	CU_ASSERT_EQUAL(gw_lane_rx_accept(&rx, &h, H(7)), GW_RX_STORED);
+	CU_ASSERT_EQUAL(rx.gaps, 1);
+	gw_lane_rx_fini(&rx);
 }
 
 static void test_rx_ack_bitmap(void)
@@ -677,7 +710,7 @@ static void test_wrap(void)
 	CU_ASSERT_EQUAL_FATAL(gw_lane_rx_init(&rx, 8, relog_release, &lr), 0);
 	tx.una = tx.nxt = 0xfffffffc;
 	for (unsigned i = 0; i < 6; i++)
-		CU_ASSERT_EQUAL(gw_lane_tx_push(&tx, H(i + 1), 0), 0xfffffffc + i);
+		CU_ASSERT_EQUAL(gw_lane_tx_push(&tx, H(i + 1), 1000, 0), 0xfffffffc + i);
 	CU_ASSERT_EQUAL(tx.nxt, 2);
 	CU_ASSERT_EQUAL(gw_lane_tx_inflight(&tx), 6);
 
@@ -730,7 +763,7 @@ static void test_wrap(void)
 	for (unsigned i = 0; i < 512; i++) {
 		CU_ASSERT_FATAL(gw_lane_tx_open(&tx));
 		h = data_hdr(EPOCH, tx.nxt, tx.una);
-		gw_lane_tx_push(&tx, H(i + 1), i);
+		gw_lane_tx_push(&tx, H(i + 1), 1000, i);
 		CU_ASSERT_EQUAL(gw_lane_rx_accept(&rx, &h, H(i + 1)), GW_RX_STORED);
 		CU_ASSERT_PTR_EQUAL(gw_lane_rx_head(&rx), H(i + 1));
 		gw_lane_rx_pop(&rx);
@@ -1022,7 +1055,7 @@ static void sim_push(struct sim *s)
 	f->len = len;
 	memcpy(f->buf, buf, len);
 	s->tx_live++;
-	SIM_CHECK(s, gw_lane_tx_push(&s->tx, f, s->now) == seq);
+	SIM_CHECK(s, gw_lane_tx_push(&s->tx, f, 1000, s->now) == seq);
 	s->pushed++;
 	sim_send(s, SIM_DATA, f->buf, f->len);
 }
@@ -1308,6 +1341,7 @@ static const struct gw_test_case cases[] = {
 	{ "tx abandon: peer lost, receiver skips", test_tx_abandon },
 	{ "rx duplicate suppression", test_rx_dup },
 	{ "rx beyond window", test_rx_beyond },
+	{ "rx gaps", test_rx_gaps },
 	{ "rx copies on parallel members", test_rx_copies },
 	{ "rx ack bitmap", test_rx_ack_bitmap },
 	{ "rx epoch reset", test_rx_epoch_reset },

@@ -467,7 +467,8 @@ static void test_data_layout(void)
 
 static void test_ack_round_trip(void)
 {
-	struct gw_ack ack = {.acked_epoch = 9, .cum = 0xfffffff0, .nbits = GW_SACK_BITS};
+	struct gw_ack ack = {.acked_epoch = 9, .cum = 0xfffffff0, .nbits = GW_SACK_BITS,
+			     .grant = 0xbeef};
 	struct gw_ack got;
 	struct gw_hdr h = {.type = GW_FT_ACK, .src_node = 2, .dst_node = 1, .lane = 5};
 	struct gw_hdr gh;
@@ -484,6 +485,9 @@ static void test_ack_round_trip(void)
 	CU_ASSERT_EQUAL(got.acked_epoch, 9);
 	CU_ASSERT_EQUAL(got.cum, 0xfffffff0u);
 	CU_ASSERT_EQUAL(got.nbits, GW_SACK_BITS);
+	CU_ASSERT_EQUAL(got.grant, 0xbeef); /* bytes 10-11, once "reserved" */
+	CU_ASSERT_EQUAL(frame[GW_FRAME_MIN + 10], 0xef);
+	CU_ASSERT_EQUAL(frame[GW_FRAME_MIN + 11], 0xbe);
 	CU_ASSERT_EQUAL(memcmp(got.sack, ack.sack, sizeof(ack.sack)), 0);
 
 	/* No sack at all. */

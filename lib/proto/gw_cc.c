@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gw_cc: congestion control of one lane; gw_cc.h has the rules. */
+#include <string.h>
+
+#include "gw_cc.h"
+
+/* Swift's: a delay overshoot of d in a round trip of r cuts 0.8 * d / r,
+ * and no signal cuts more than half. */
+#define GW_CC_BETA_PCT 80
+#define GW_CC_MAX_MDF_PCT 50
+
+void gw_cc_params_default(struct gw_cc_params *p, uint32_t mss)
+{
+	*p = (struct gw_cc_params){
+		.on = true,
+		.mss = mss,
+		.cwnd_init = 4 * mss,
+		.cwnd_min = mss < 1024 ? mss : 1024,
+		.cwnd_max = 256 * mss,
+		.target_ns = 500 * 1000ull,
+		.fs_range_ns = 2000 * 1000ull,
+		.base_window_ns = 5 * 1000 * 1000 * 1000ull,
+	};
+}
+
+static void gw_cc_clamp(struct gw_cc *cc)
+{
+	if (cc->cwnd < cc->p.cwnd_min)
+		cc->cwnd = cc->p.cwnd_min;
+	if (cc->cwnd > cc->p.cwnd_max)
+		cc->cwnd = cc->p.cwnd_max;
+}
+
+void gw_cc_init(struct gw_cc *cc, const struct gw_cc_params *p)
+{
+	memset(cc, 0, sizeof(*cc));
+	cc->p = *p;
+	cc->cwnd = p->cwnd_init;
+	gw_cc_clamp(cc);
+	cc->grant = UINT64_MAX;
+	cc->slow_start = true;
+	cc->base_cur_ns = cc->base_prev_ns = cc->base_ns = UINT64_MAX;
+}
+
+/* At most one cut per round trip: the signal of one overshoot reaches
+ * the sender over a round trip's worth of acks. */
+static bool gw_cc_cut(struct gw_cc *cc, uint64_t pct, uint64_t now)
+{
+	if (cc->last_cut_ns && now - cc->last_cut_ns < cc->srtt_ns)
+		return false;
+	if (pct > GW_CC_MAX_MDF_PCT)
+		pct = GW_CC_MAX_MDF_PCT;
+	cc->cwnd -= cc->cwnd * pct / 100;
+	cc->slow_start = false;
+	cc->last_cut_ns = now ? now : 1;
+	gw_cc_clamp(cc);
+	return true;
+}
+
+static uint64_t gw_cc_window(const struct gw_cc *cc)
+{
+	return cc->cwnd < cc->grant ? cc->cwnd : cc->grant;
+}
+
+bool gw_cc_may_send(struct gw_cc *cc, uint64_t inflight, uint64_t now, bool count)
+{
+	if (!cc->p.on)
+		return true;
+	/* Not "the next frame must fit": that makes windows whole frames, and
+	 * N lanes whose grants pass a frame all step up at once; pacing
+	 * spreads the part of a frame that the window lacks. */
+	if (inflight && inflight >= gw_cc_window(cc)) {
+		cc->cwnd_limited += count;
+		return false;
+	}
+	if (now < cc->next_ns) {
+		cc->paced += count;
+		return false;
+	}
+	return true;
+}
+
+void gw_cc_on_send(struct gw_cc *cc, uint32_t bytes, uint64_t now)
+{
+	if (!cc->p.on || !cc->srtt_ns)
+		return;
+	/* 5/4 of the window per round trip: room to grow, no burst. */
+	uint64_t w = gw_cc_window(cc);
+	uint64_t gap = (uint64_t)bytes * cc->srtt_ns * 4 / ((w ? w : 1) * 5);
+	cc->next_ns = (cc->next_ns > now ? cc->next_ns : now) + gap;
+}
+
+static void gw_cc_sample(struct gw_cc *cc, uint64_t rtt, uint64_t now)
+{
+	cc->srtt_ns = cc->srtt_ns ? cc->srtt_ns - cc->srtt_ns / 8 + rtt / 8 : rtt;
+	/* Two windows of minima: a base that rose (a new path) is taken
+	 * within two windows, and one window's gap never loses it. */
+	if (now - cc->base_since_ns >= cc->p.base_window_ns) {
+		cc->base_prev_ns = cc->base_cur_ns;
+		cc->base_cur_ns = UINT64_MAX;
+		cc->base_since_ns = now;
+	}
+	if (rtt < cc->base_cur_ns)
+		cc->base_cur_ns = rtt;
+	cc->base_ns = cc->base_cur_ns < cc->base_prev_ns ? cc->base_cur_ns : cc->base_prev_ns;
+}
+
+/*
+ * Swift's flow scaling: a lane with a small window aims at more delay
+ * (up to fs_range_ns more at a tenth of a frame, nothing at 64 frames),
+ * so small windows grow at the expense of large ones: lanes that took
+ * their base round trip from a queue already built would otherwise keep
+ * the larger share.
+ */
+static uint64_t gw_cc_isqrt(uint64_t x)
+{
+	uint64_t r = 0, b = 1ull << 62;
+	while (b > x)
+		b >>= 2;
+	for (; b; b >>= 2) {
+		if (x >= r + b) {
+			x -= r + b;
+			r = (r >> 1) + b;
+		} else {
+			r >>= 1;
+		}
+	}
+	return r;
+}
+
+/* 2^16 / sqrt(w), for w in 1..640 (tenths of a frame). */
+static uint64_t gw_cc_inv_sqrt(uint64_t w)
+{
+	return (1ull << 24) / gw_cc_isqrt(w << 16);
+}
+
+static uint64_t gw_cc_flow_scale(const struct gw_cc *cc)
+{
+	uint64_t w = cc->cwnd * 10 / cc->p.mss, hi = gw_cc_inv_sqrt(640);
+	if (w >= 640 || !cc->p.fs_range_ns)
+		return 0;
+	return cc->p.fs_range_ns * (gw_cc_inv_sqrt(w ? w : 1) - hi) / (gw_cc_inv_sqrt(1) - hi);
+}
+
+void gw_cc_on_ack(struct gw_cc *cc, uint64_t acked, uint64_t rtt_ns, uint64_t now)
+{
+	if (rtt_ns)
+		gw_cc_sample(cc, rtt_ns, now);
+	if (!cc->p.on || !acked || !rtt_ns)
+		return;
+	uint64_t limit = cc->base_ns + cc->p.target_ns + gw_cc_flow_scale(cc);
+	if (rtt_ns <= limit) {
+		if (cc->slow_start) {
+			cc->cwnd += acked;
+		} else {
+			/* mss / share per round trip: a window's worth of acks
+			 * comes back each round trip. */
+			uint64_t ai = cc->p.mss;
+			uint64_t per = cc->cwnd > cc->p.mss ? cc->cwnd : cc->p.mss;
+			uint64_t add = ai * acked / per;
+			cc->cwnd += add ? add : 1;
+		}
+		gw_cc_clamp(cc);
+	} else if (gw_cc_cut(cc, (rtt_ns - limit) * GW_CC_BETA_PCT / rtt_ns, now)) {
+		cc->cuts_delay++;
+	}
+}
+
+void gw_cc_on_loss(struct gw_cc *cc, uint64_t now)
+{
+	if (cc->p.on && gw_cc_cut(cc, GW_CC_MAX_MDF_PCT, now))
+		cc->cuts_loss++;
+}
+
+void gw_cc_set_grant(struct gw_cc *cc, uint64_t bytes)
+{
+	cc->grant = bytes;
+}
+
+void gw_cc_budget_init(struct gw_cc_budget *b, uint32_t mss, uint64_t init, uint64_t min,
+		       uint64_t max)
+{
+	*b = (struct gw_cc_budget){
+		.bytes = init, .min = min, .max = max, .mss = mss, .slow_start = true,
+	};
+}
+
+void gw_cc_budget_delivered(struct gw_cc_budget *b, uint64_t bytes)
+{
+	b->since_cut += bytes;
+	if (b->slow_start) {
+		b->bytes += bytes;
+	} else if ((b->since_grow += bytes) >= b->bytes) {
+		b->since_grow -= b->bytes;
+		b->bytes += b->mss;
+	}
+	if (b->bytes > b->max)
+		b->bytes = b->max;
+}
+
+void gw_cc_budget_loss(struct gw_cc_budget *b)
+{
+	if (!b->slow_start && b->since_cut < b->bytes)
+		return; /* the same overflow, still being heard of */
+	b->bytes /= 2;
+	if (b->bytes < b->min)
+		b->bytes = b->min;
+	b->slow_start = false;
+	b->since_cut = b->since_grow = 0;
+	b->cuts++;
+}
+
+uint64_t gw_cc_budget_grant(const struct gw_cc_budget *b, unsigned n)
+{
+	return b->bytes / (n ? n : 1);
+}
+
+uint64_t gw_cc_rate(const struct gw_cc *cc)
+{
+	if (!cc->srtt_ns)
+		return 0;
+	return gw_cc_window(cc) * 5 / 4 * 1000000000ull / cc->srtt_ns;
+}

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# bench_incast.sh: many gateways sending to one through a shallow switch
+# port. A mesh (scripts/mesh.sh) of N+1 gateways; the switch's two ports
+# toward node 1 (n1m0, n1m1) shaped by tc tbf (RATE each, a queue of QUEUE
+# bytes); nodes 2..N+1 each send MSGS messages of SIZE bytes to node 1
+# (4 writers each, unpaced), every message verified (once, in order per
+# writer), while node 2 also sends urgent messages at Poisson times
+# (URGENT_RATE a second) to another endpoint of node 1. For each N and each
+# [cc] control in MODES: goodput as a share of the shaped capacity,
+# retransmitted frames per delivered DATA frame, the switch's drops
+# (tc -s), the receivers' gaps, the latency of both classes. Then the same
+# bytes as N kernel TCP flows (64 KB writes, cubic) through one shaped port,
+# with the segments they sent again (nstat) and the port's drops.
+# Ends with results/bench-incast-<time>/{incast.json,report.txt,incast.png}.
+#
+#   scripts/bench_incast.sh [--senders "2 4 8 15"] [--msgs M] [--size S]
+#                           [--rate 400mbit] [--queue 256kb] [--modes "delay off"]
+#                           [--urgent-rate R] [--no-tcp]
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ROOT=$(gw_root)
+BIN=$ROOT/build/app
+senders="2 4 8 15" msgs=200000 size=225 rate=400mbit queue=256kb modes="delay off"
+urgent_rate=1000 tcp=1
+while (($#)); do
+    case $1 in
+    --senders) senders=$2; shift 2 ;;
+    --msgs) msgs=$2; shift 2 ;;
+    --size) size=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --queue) queue=$2; shift 2 ;;
+    --modes) modes=$2; shift 2 ;;
+    --urgent-rate) urgent_rate=$2; shift 2 ;;
+    --no-tcp) tcp=0; shift ;;
+    *) gw_die "bench_incast.sh: unknown option $1 (see the header of scripts/bench_incast.sh)" ;;
+    esac
+done
+[[ -x $BIN/gridwired && -x $BIN/gw-perf ]] || gw_die "not built: run ./scripts/gw build"
+command -v tc >/dev/null || gw_die "no tc: apt-get install iproute2"
+for n in $senders; do
+    [[ $n =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 15)) || gw_die "--senders: each 1..15 (a mesh holds 16 nodes), got '$n'"
+done
+rate_bps=$(python3 -c "
+import re, sys
+m = re.fullmatch(r'(\d+)(k|m|g)?bit', sys.argv[1].lower())
+if not m: sys.exit('--rate: a tc rate like 400mbit')
+print(int(m[1]) * {None: 1, 'k': 10**3, 'm': 10**6, 'g': 10**9}[m[2]])" "$rate") ||
+    gw_die "--rate: a tc rate like 400mbit, got '$rate'"
+out=$ROOT/results/bench-incast-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$out"
+gw_workdir incast
+writers=4
+
+# shape: the switch's ports toward node 1, fresh counters.
+shape() {
+    local m
+    for m in 0 1; do
+        ip netns exec gwmsw tc qdisc replace dev "n1m$m" root tbf rate "$rate" burst 32kb limit "$queue"
+    done
+}
+
+# drops: what the shaped ports dropped since shape().
+drops() {
+    local m total=0 d
+    for m in 0 1; do
+        d=$(ip netns exec gwmsw tc -s qdisc show dev "n1m$m" | awk '/dropped/ { gsub(",", "", $7); print $7; exit }')
+        total=$((total + ${d:-0}))
+    done
+    echo "$total"
+}
+
+# gridwire MODE N: one verified incast; its figures in $out/gw-MODE-N.json.
+gridwire() {
+    local mode=$1 n=$2 k pids=() total=$((n * msgs)) est umsgs
+    gw_log "incast: gridwire, [cc] control=$mode, $n senders x $msgs messages"
+    gw_mesh_up "$work" $((n + 1)) --set "cc.control=$mode"
+    shape
+    # The urgent writer's share of the run: about 60 % of its expected length.
+    est=$(python3 -c "print(max(1.0, $total * ($size + 16) * 8 / (2 * $rate_bps)))")
+    umsgs=$(python3 -c "print(max(200, int($urgent_rate * 0.6 * $est)))")
+    ip netns exec gwm1 "$BIN/gw-perf" rx -s /run/gridwire/n1.sock -e sink --expect "$total" \
+        --writers-max $((n * writers)) --idle-timeout 60 >"$work/rx.json" 2>"$work/rx.err" &
+    local rx=$!
+    gw_cleanup_push _gw_stop_pid "$rx"
+    gw_wait_ready "$work/rx.err" "rx ready" "$rx" "the bulk receiver"
+    ip netns exec gwm1 "$BIN/gw-perf" rx -s /run/gridwire/n1.sock -e alarm --urgent \
+        --expect "$umsgs" --writers-max 1 --idle-timeout 60 >"$work/urx.json" 2>"$work/urx.err" &
+    local urx=$!
+    gw_cleanup_push _gw_stop_pid "$urx"
+    gw_wait_ready "$work/urx.err" "rx ready" "$urx" "the urgent receiver"
+    for ((k = 2; k <= n + 1; k++)); do
+        ip netns exec "gwm$k" "$BIN/gw-perf" tx -s "/run/gridwire/n$k.sock" -n 1 -e sink \
+            -w "$writers" -m $((msgs / writers)) -z "$size" --id-base $(((k - 2) * writers)) \
+            >"$work/tx$k.json" 2>"$work/tx$k.err" &
+        pids+=($!)
+    done
+    sleep "$(python3 -c "print(round(0.1 * $est, 2))")"
+    ip netns exec gwm2 "$BIN/gw-perf" tx -s /run/gridwire/n2.sock -n 1 -e alarm -w 1 -m "$umsgs" \
+        -z "$size" --rate "$urgent_rate" --poisson --urgent >"$work/utx.json" 2>"$work/utx.err" &
+    pids+=($!)
+    local fail=0 p
+    for p in "${pids[@]}" "$rx" "$urx"; do wait "$p" || fail=1; done
+    local dropped
+    dropped=$(drops)
+    for ((k = 1; k <= n + 1; k++)); do _gw_stop_gateway "${GW_MESH_PID[k]}"; done
+    "$ROOT/scripts/mesh.sh" down >/dev/null 2>&1 || true
+    ((fail)) && { tail -n 3 "$work"/*.err >&2; gw_die "incast: gridwire $mode $n failed verification"; }
+    python3 - "$work" "$n" "$mode" "$dropped" "$rate_bps" "$total" >"$out/gw-$mode-$n.json" <<'PY'
+import json, sys
+work, n, mode, dropped, rate, total = (sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]),
+                                       int(sys.argv[5]), int(sys.argv[6]))
+j = lambda name: json.load(open(f"{work}/{name}.json"))
+rx, urx, sink = j("rx"), j("urx"), j("n1")
+snd = [j(f"n{k}") for k in range(2, n + 2)]
+sent_frames = sum(s["data_frames_tx"] for s in snd)
+retrans = sum(s["retrans"] for s in snd)
+# Goodput: the DATA bytes node 1 took once, over the run, against both ports.
+unique = sink["rx_bytes"] * max(0, sink["data_frames"] - sink["dup_frames"]) / max(1, sink["data_frames"])
+print(json.dumps({
+    "transport": "gridwire", "cc": mode, "senders": n,
+    "verified": rx["delivered"] == total and not rx["duplicates"] and not rx["order_violations"],
+    "delivered": rx["delivered"], "duplicates": rx["duplicates"], "order_violations": rx["order_violations"],
+    "elapsed_s": rx["elapsed_s"], "msgs_per_s": rx["msgs_per_s"],
+    "goodput": round(unique * 8 / rx["elapsed_s"] / (2 * rate), 3),
+    "data_frames_sent": sent_frames, "retrans": retrans,
+    "retrans_per_frame": round(retrans / max(1, sent_frames), 4),
+    "switch_drops": dropped, "drops_per_frame": round(dropped / max(1, sent_frames + retrans), 4),
+    "rx_gaps": sink.get("rx_gaps", 0), "budget_cuts": sink.get("cc_budget_cuts", 0),
+    "cc_cuts_delay": sum(s.get("cc_cuts_delay", 0) for s in snd),
+    "cc_cuts_loss": sum(s.get("cc_cuts_loss", 0) for s in snd),
+    "bulk_p50_us": rx["lat_us"]["p50"], "bulk_p99_us": rx["lat_us"]["p99"],
+    "urgent_msgs": urx["delivered"], "urgent_p50_us": urx["lat_us"]["p50"],
+    "urgent_p99_us": urx["lat_us"]["p99"],
+}))
+PY
+}
+
+# tcp N: the same bytes as N kernel TCP flows into node 1 through n1m0.
+tcp_flows() {
+    local n=$1 k pids=() bytes=$((msgs * (size + 16)))
+    gw_log "incast: kernel TCP, $n flows x $bytes bytes"
+    "$ROOT/scripts/mesh.sh" up $((n + 1)) >/dev/null
+    gw_cleanup_push "$ROOT/scripts/mesh.sh" down
+    for ((k = 1; k <= n + 1; k++)); do
+        ip -n "gwm$k" addr add "10.78.0.$k/24" dev mesh0
+        ip -n "gwm$k" link set mesh1 down
+    done
+    shape
+    ip netns exec gwm1 python3 "$ROOT/scripts/tcp_flows.py" sink 47100 "$n" >"$work/tcp-rx.json" &
+    local rx=$!
+    for _ in $(seq 50); do ip netns exec gwm1 ss -ltn | grep -q ':47100 ' && break; sleep 0.1; done
+    for ((k = 2; k <= n + 1; k++)); do
+        ip netns exec "gwm$k" python3 "$ROOT/scripts/tcp_flows.py" send 10.78.0.1 47100 "$bytes" \
+            >"$work/tcp-tx$k.json" &
+        pids+=($!)
+    done
+    local p
+    for p in "${pids[@]}" "$rx"; do wait "$p" || gw_die "incast: a TCP flow failed"; done
+    local dropped
+    dropped=$(drops)
+    "$ROOT/scripts/mesh.sh" down >/dev/null 2>&1 || true
+    python3 - "$work" "$n" "$dropped" "$rate_bps" >"$out/tcp-$n.json" <<'PY'
+import json, sys
+work, n, dropped, rate = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+rx = json.load(open(f"{work}/tcp-rx.json"))
+tx = [json.load(open(f"{work}/tcp-tx{k}.json")) for k in range(2, n + 2)]
+segs = sum(t["segs_out"] for t in tx)
+retrans = sum(t["retrans_segs"] for t in tx)
+print(json.dumps({
+    "transport": "tcp", "cc": "cubic", "senders": n, "verified": rx["bytes"] == sum(t["bytes"] for t in tx),
+    "elapsed_s": rx["elapsed_s"], "goodput": round(rx["bytes"] * 8 / rx["elapsed_s"] / rate, 3),
+    "segments_sent": segs, "retrans": retrans, "retrans_per_frame": round(retrans / max(1, segs), 4),
+    "switch_drops": dropped, "drops_per_frame": round(dropped / max(1, segs), 4),
+}))
+PY
+}
+
+for n in $senders; do
+    for mode in $modes; do gridwire "$mode" "$n"; done
+    ((tcp)) && tcp_flows "$n"
+done
+python3 "$ROOT/scripts/bench_incast_report.py" "$out" "$rate" "$queue"
+gw_log "incast bench: results in $out"
