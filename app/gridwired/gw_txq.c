@@ -210,9 +210,12 @@ void gw_txq_send(struct gw_txq *q, struct rte_mbuf *m, const struct gw_addr *dst
 	size_t len = gw_wire_seal(rte_pktmbuf_mtod(m, uint8_t *), &src, dst, h);
 	m->data_len = (uint16_t)len;
 	m->pkt_len = (uint32_t)len;
-	seal_put(q, m, h->type != GW_FT_HELLO && (h->lane & GW_LANE_URGENT) ? GW_CLASS_URGENT
-									   : GW_CLASS_BULK,
-		 auth_gen);
+	unsigned cls = h->type != GW_FT_HELLO && (h->lane & GW_LANE_URGENT) ? GW_CLASS_URGENT
+									    : GW_CLASS_BULK;
+	uint8_t dscp = (uint8_t)(cls == GW_CLASS_URGENT ? node->cfg->dscp_urgent : node->cfg->dscp_bulk);
+	if (dscp)
+		gw_wire_set_dscp(rte_pktmbuf_mtod(m, uint8_t *), dscp);
+	seal_put(q, m, cls, auth_gen);
 }
 
 void gw_txq_resend(struct gw_txq *q, struct rte_mbuf *m, unsigned cls)

@@ -67,6 +67,8 @@ struct gw_config {
 	/* [cc] */
 	unsigned cc_control;     /* GW_CONFIG_CC_* */
 	unsigned cc_target_us;   /* queueing delay aimed at, over the base round trip */
+	/* [qos]: the IP DSCP of each class's frames (and their ACKs) */
+	unsigned dscp_urgent, dscp_bulk;
 	/* [chan] */
 	unsigned ring_count;     /* descriptors per direction, power of two */
 	unsigned arena_kb;       /* arena per direction, power of two */

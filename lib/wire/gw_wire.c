@@ -192,6 +192,14 @@ void gw_wire_set_ip_len(uint8_t *frame, uint16_t ip_len)
 	put_be16(ip + IP_CSUM, ip_csum(ip));
 }
 
+void gw_wire_set_dscp(uint8_t *frame, uint8_t dscp)
+{
+	uint8_t *ip = frame + GW_ETH_HLEN;
+	ip[IP_TOS] = (uint8_t)(dscp << 2); /* ECN bits 0: not ECN-capable */
+	put_be16(ip + IP_CSUM, 0);
+	put_be16(ip + IP_CSUM, ip_csum(ip));
+}
+
 uint32_t gw_wire_base(const uint8_t *frame)
 {
 	return get_le32(frame + GW_OUTER_HLEN + GH_BASE);

@@ -153,6 +153,10 @@ const uint8_t *gw_wire_sealed_payload(const uint8_t *frame, size_t *len);
 /* Set the IP total length (and the UDP length and IP checksum that follow
  * from it), for a trailer added or taken off after the payload. */
 void gw_wire_set_ip_len(uint8_t *frame, uint16_t ip_len);
+/* Set the IP DSCP (0..63) of a sealed frame, for a switch's priority
+ * queues; outside what the CRC and an [auth] tag cover, so a network that
+ * marks again harms nothing. */
+void gw_wire_set_dscp(uint8_t *frame, uint8_t dscp);
 void gw_wire_restamp_base(uint8_t *frame, uint32_t base);
 
 /*

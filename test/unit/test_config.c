@@ -310,6 +310,8 @@ static const struct bad_value bad_values[] = {
 	{ "cc", "control", "cubic" },
 	{ "cc", "target_us", "9" },
 	{ "cc", "target_us", "100001" },
+	{ "qos", "dscp_urgent", "64" },
+	{ "qos", "dscp_bulk", "-1" },
 	{ "chan", "ring", "32" },
 	{ "chan", "ring", "100" },
 	{ "chan", "ring", "2097152" },
@@ -495,7 +497,7 @@ static void test_unknown_names(void)
 	assert_refused(load_text(&cfg, "[port]\nmtuu = 9000\n", NULL, 0),
 		       "unknown key [port] mtuu; known keys: kind, members, bond_mode, mtu, ip, udp_port, mbufs");
 	assert_refused(load_text(&cfg, "[portt]\nmtu = 9000\n", NULL, 0),
-		       "unknown section [portt]; known sections: eal, node, port, proto, cc, chan, idle");
+		       "unknown section [portt]; known sections: eal, node, port, proto, cc, qos, chan, idle");
 	assert_refused(load_text(&cfg, "[extra]\n", NULL, 0), "unknown section [extra]");
 	assert_refused(load_text(&cfg, "[node]\n# id = 2\n", NULL, 0), "unknown key [node] # id");
 

@@ -1075,8 +1075,30 @@ static void test_restamp_base(void)
 	CU_ASSERT_EQUAL(parse_exact(f, n, &got, &pl), GW_EWIRE_CRC);
 }
 
+/* The DSCP goes in the IP header with a checksum that still adds up, and
+ * outside the CRC: a switch that marks again leaves the frame good. */
+static void test_dscp(void)
+{
+	static uint8_t f[2048];
+	struct gw_hdr h, got;
+	const uint8_t *pl;
+	size_t n = build_data(f, &h);
+	gw_wire_set_dscp(f, 46);
+	CU_ASSERT_EQUAL(f[GW_ETH_HLEN + 1], 0xb8);
+	uint32_t sum = 0;
+	for (unsigned i = 0; i < GW_IP_HLEN; i += 2)
+		sum += get_be16_t(f + GW_ETH_HLEN + i);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	CU_ASSERT_EQUAL(sum, 0xffff);
+	CU_ASSERT_EQUAL(parse_exact(f, n, &got, &pl), 0);
+	f[GW_ETH_HLEN + 1] = 0x20; /* CS1, as a switch may remark */
+	CU_ASSERT_EQUAL(parse_exact(f, n, &got, &pl), 0);
+}
+
 static const struct gw_test_case cases[] = {
 	{"restamp base on retransmission", test_restamp_base},
+	{"DSCP set, outside the CRC", test_dscp},
 	{"REJECT data: layout and bounds", test_reject_body},
 	{"crc32c known vectors", test_crc_vectors},
 	{"crc32c chaining", test_crc_chaining},
