@@ -6,7 +6,9 @@
 # (4 writers each, unpaced), every message verified (once, in order per
 # writer), while node 2 also sends urgent messages at Poisson times
 # (URGENT_RATE a second) to another endpoint of node 1. For each N and each
-# [cc] control in MODES: goodput as a share of the shaped capacity,
+# [cc] control in MODES, through a strict-priority port that trusts DSCP
+# (and once, at FIFO_AT senders, through a plain FIFO port: what the
+# priority queue buys the urgent messages): goodput as a share of the shaped capacity,
 # retransmitted frames per delivered DATA frame, the switch's drops
 # (tc -s), the receivers' gaps, the latency of both classes. Then the same
 # bytes as N kernel TCP flows (64 KB writes, cubic) through one shaped port,
@@ -15,14 +17,15 @@
 #
 #   scripts/bench_incast.sh [--senders "2 4 8 15"] [--msgs M] [--size S]
 #                           [--rate 400mbit] [--queue 256kb] [--modes "delay off"]
-#                           [--urgent-rate R] [--no-tcp]
+#                           (a mode delay@US: [cc] target_us US too)
+#                           [--urgent-rate R] [--fifo-at N] [--no-tcp]
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT=$(gw_root)
 BIN=$ROOT/build/app
 senders="2 4 8 15" msgs=200000 size=225 rate=400mbit queue=256kb modes="delay off"
-urgent_rate=1000 tcp=1
+urgent_rate=1000 tcp=1 fifo_at=8
 while (($#)); do
     case $1 in
     --senders) senders=$2; shift 2 ;;
@@ -33,6 +36,7 @@ while (($#)); do
     --modes) modes=$2; shift 2 ;;
     --urgent-rate) urgent_rate=$2; shift 2 ;;
     --no-tcp) tcp=0; shift ;;
+    --fifo-at) fifo_at=$2; shift 2 ;;
     *) gw_die "bench_incast.sh: unknown option $1 (see the header of scripts/bench_incast.sh)" ;;
     esac
 done
@@ -41,41 +45,24 @@ command -v tc >/dev/null || gw_die "no tc: apt-get install iproute2"
 for n in $senders; do
     [[ $n =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 15)) || gw_die "--senders: each 1..15 (a mesh holds 16 nodes), got '$n'"
 done
-rate_bps=$(python3 -c "
-import re, sys
-m = re.fullmatch(r'(\d+)(k|m|g)?bit', sys.argv[1].lower())
-if not m: sys.exit('--rate: a tc rate like 400mbit')
-print(int(m[1]) * {None: 1, 'k': 10**3, 'm': 10**6, 'g': 10**9}[m[2]])" "$rate") ||
-    gw_die "--rate: a tc rate like 400mbit, got '$rate'"
+rate_bps=$(gw_rate_bps "$rate")
 out=$ROOT/results/bench-incast-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
 gw_workdir incast
 writers=4
 
-# shape: the switch's ports toward node 1, fresh counters.
-shape() {
-    local m
-    for m in 0 1; do
-        ip netns exec gwmsw tc qdisc replace dev "n1m$m" root tbf rate "$rate" burst 32kb limit "$queue"
-    done
-}
+shape() { gw_mesh_shape 1 "$1" "$rate" "$queue"; }
+drops() { gw_mesh_drops 1; }
 
-# drops: what the shaped ports dropped since shape().
-drops() {
-    local m total=0 d
-    for m in 0 1; do
-        d=$(ip netns exec gwmsw tc -s qdisc show dev "n1m$m" | awk '/dropped/ { gsub(",", "", $7); print $7; exit }')
-        total=$((total + ${d:-0}))
-    done
-    echo "$total"
-}
-
-# gridwire MODE N: one verified incast; its figures in $out/gw-MODE-N.json.
+# gridwire MODE N PORT: one verified incast; its figures in
+# $out/gw-MODE-N-PORT.json.
 gridwire() {
-    local mode=$1 n=$2 k pids=() total=$((n * msgs)) est umsgs
-    gw_log "incast: gridwire, [cc] control=$mode, $n senders x $msgs messages"
-    gw_mesh_up "$work" $((n + 1)) --set "cc.control=$mode"
-    shape
+    local mode=$1 n=$2 port=$3 k pids=() total=$((n * msgs)) est umsgs
+    gw_log "incast: gridwire, [cc] control=$mode, $n senders x $msgs messages, $port port"
+    local sets=(--set "cc.control=${mode%@*}")
+    [[ $mode == *@* ]] && sets+=(--set "cc.target_us=${mode#*@}")
+    gw_mesh_up "$work" $((n + 1)) "${sets[@]}"
+    shape "$port"
     # The urgent writer's share of the run: about 60 % of its expected length.
     est=$(python3 -c "print(max(1.0, $total * ($size + 16) * 8 / (2 * $rate_bps)))")
     umsgs=$(python3 -c "print(max(200, int($urgent_rate * 0.6 * $est)))")
@@ -106,10 +93,13 @@ gridwire() {
     for ((k = 1; k <= n + 1; k++)); do _gw_stop_gateway "${GW_MESH_PID[k]}"; done
     "$ROOT/scripts/mesh.sh" down >/dev/null 2>&1 || true
     ((fail)) && { tail -n 3 "$work"/*.err >&2; gw_die "incast: gridwire $mode $n failed verification"; }
-    python3 - "$work" "$n" "$mode" "$dropped" "$rate_bps" "$total" >"$out/gw-$mode-$n.json" <<'PY'
+    mkdir -p "$out/gw-$mode-$n-$port"
+    cp "$work"/n*.json "$out/gw-$mode-$n-$port/" # each gateway's counters
+    python3 - "$work" "$n" "$mode" "$dropped" "$rate_bps" "$total" "$port" \
+        >"$out/gw-$mode-$n-$port.json" <<'PY'
 import json, sys
-work, n, mode, dropped, rate, total = (sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]),
-                                       int(sys.argv[5]), int(sys.argv[6]))
+work, n, mode, dropped, rate, total, port = (sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]),
+                                             int(sys.argv[5]), int(sys.argv[6]), sys.argv[7])
 j = lambda name: json.load(open(f"{work}/{name}.json"))
 rx, urx, sink = j("rx"), j("urx"), j("n1")
 snd = [j(f"n{k}") for k in range(2, n + 2)]
@@ -118,7 +108,7 @@ retrans = sum(s["retrans"] for s in snd)
 # Goodput: the DATA bytes node 1 took once, over the run, against both ports.
 unique = sink["rx_bytes"] * max(0, sink["data_frames"] - sink["dup_frames"]) / max(1, sink["data_frames"])
 print(json.dumps({
-    "transport": "gridwire", "cc": mode, "senders": n,
+    "transport": "gridwire", "cc": mode, "senders": n, "port": port,
     "verified": rx["delivered"] == total and not rx["duplicates"] and not rx["order_violations"],
     "delivered": rx["delivered"], "duplicates": rx["duplicates"], "order_violations": rx["order_violations"],
     "elapsed_s": rx["elapsed_s"], "msgs_per_s": rx["msgs_per_s"],
@@ -146,7 +136,7 @@ tcp_flows() {
         ip -n "gwm$k" addr add "10.78.0.$k/24" dev mesh0
         ip -n "gwm$k" link set mesh1 down
     done
-    shape
+    shape fifo
     ip netns exec gwm1 python3 "$ROOT/scripts/tcp_flows.py" sink 47100 "$n" >"$work/tcp-rx.json" &
     local rx=$!
     for _ in $(seq 50); do ip netns exec gwm1 ss -ltn | grep -q ':47100 ' && break; sleep 0.1; done
@@ -168,7 +158,7 @@ tx = [json.load(open(f"{work}/tcp-tx{k}.json")) for k in range(2, n + 2)]
 segs = sum(t["segs_out"] for t in tx)
 retrans = sum(t["retrans_segs"] for t in tx)
 print(json.dumps({
-    "transport": "tcp", "cc": "cubic", "senders": n, "verified": rx["bytes"] == sum(t["bytes"] for t in tx),
+    "transport": "tcp", "cc": "cubic", "senders": n, "port": "fifo", "verified": rx["bytes"] == sum(t["bytes"] for t in tx),
     "elapsed_s": rx["elapsed_s"], "goodput": round(rx["bytes"] * 8 / rx["elapsed_s"] / rate, 3),
     "segments_sent": segs, "retrans": retrans, "retrans_per_frame": round(retrans / max(1, segs), 4),
     "switch_drops": dropped, "drops_per_frame": round(dropped / max(1, segs), 4),
@@ -177,8 +167,9 @@ PY
 }
 
 for n in $senders; do
-    for mode in $modes; do gridwire "$mode" "$n"; done
-    ((tcp)) && tcp_flows "$n"
+    for mode in $modes; do gridwire "$mode" "$n" prio; done
+    ((n == fifo_at)) && gridwire "${modes%% *}" "$n" fifo
+    if ((tcp)); then tcp_flows "$n"; fi
 done
 python3 "$ROOT/scripts/bench_incast_report.py" "$out" "$rate" "$queue"
 gw_log "incast bench: results in $out"

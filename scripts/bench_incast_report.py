@@ -11,10 +11,10 @@ import sys
 
 out, rate, queue = sys.argv[1], sys.argv[2], sys.argv[3]
 runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/gw-*.json")) + sorted(glob.glob(f"{out}/tcp-*.json"))]
-runs.sort(key=lambda r: (r["senders"], r["transport"] != "gridwire", r["cc"]))
+runs.sort(key=lambda r: (r["senders"], r["transport"] != "gridwire", r["cc"], r["port"]))
 json.dump({"rate": rate, "queue": queue, "runs": runs}, open(f"{out}/incast.json", "w"), indent=1)
 
-cols = [("senders", "N"), ("transport", "transport"), ("cc", "cc"), ("verified", "ok"),
+cols = [("senders", "N"), ("transport", "transport"), ("cc", "cc"), ("port", "port"), ("verified", "ok"),
         ("goodput", "goodput"), ("retrans_per_frame", "retrans/frame"), ("switch_drops", "drops"),
         ("drops_per_frame", "drops/frame"), ("bulk_p50_us", "bulk p50 us"), ("bulk_p99_us", "bulk p99 us"),
         ("urgent_p50_us", "urgent p50 us"), ("urgent_p99_us", "urgent p99 us")]
@@ -30,7 +30,8 @@ print("\n".join(lines))
 # Goodput and retransmissions per frame against N, one line per transport and control.
 series = {}
 for r in runs:
-    series.setdefault(f"{r['transport']} {r['cc']}", []).append(r)
+    if r["transport"] == "tcp" or r["port"] == "prio":
+        series.setdefault(f"{r['transport']} {r['cc']}", []).append(r)
 dat = f"{out}/incast.dat"
 with open(dat, "w") as f:
     for name, rs in series.items():

@@ -424,6 +424,60 @@ gw_mesh_wait() {
     gw_die "the mesh did not come up in 30 s"
 }
 
+# gw_rate_bps RATE: a tc rate ("400mbit", "1gbit") in bits a second; dies
+# naming the value otherwise.
+gw_rate_bps() {
+    python3 -c "
+import re, sys
+m = re.fullmatch(r'(\d+)(k|m|g)?bit', sys.argv[1].lower())
+print(int(m[1]) * {None: 1, 'k': 10**3, 'm': 10**6, 'g': 10**9}[m[2]]) if m else sys.exit(1)" "$1" ||
+        gw_die "a rate must be a tc rate like 400mbit, not '$1'"
+}
+
+# gw_mesh_shape NODE fifo|prio RATE QUEUE: the switch's two ports toward
+# mesh node NODE (gwmsw's nNODEm0, nNODEm1), each shaped to RATE (a tc rate,
+# "400mbit") with fresh counters. fifo: one drop-tail queue of QUEUE bytes
+# ("256kb"; tbf). prio: a port that trusts DSCP, as a switch configured for
+# it does: EF (46) in a queue of its own (64 KB) with a tenth of the rate
+# guaranteed and the first claim on the rest (htb prio 0), everything else
+# in the QUEUE one. (Debian's cloud kernels have no prio or mqprio qdisc;
+# htb with priorities is strict priority within a shaped rate.)
+gw_mesh_shape() {
+    local node=$1 kind=$2 rate=$3 queue=$4 m dev bps t=(ip netns exec gwmsw tc)
+    bps=$(gw_rate_bps "$rate")
+    for m in 0 1; do
+        dev=n${node}m$m
+        "${t[@]}" qdisc del dev "$dev" root 2>/dev/null || true
+        if [[ $kind == fifo ]]; then
+            "${t[@]}" qdisc add dev "$dev" root tbf rate "$rate" burst 32kb limit "$queue"
+            continue
+        fi
+        "${t[@]}" qdisc add dev "$dev" root handle 1: htb default 20
+        "${t[@]}" class add dev "$dev" parent 1: classid 1:1 htb rate "$rate" ceil "$rate" \
+            burst 32kb cburst 32kb quantum 9100
+        "${t[@]}" class add dev "$dev" parent 1:1 classid 1:10 htb rate $((bps / 10))bit \
+            ceil "$rate" prio 0 burst 32kb cburst 32kb quantum 9100
+        "${t[@]}" class add dev "$dev" parent 1:1 classid 1:20 htb rate $((bps * 9 / 10))bit \
+            ceil "$rate" prio 1 burst 32kb cburst 32kb quantum 9100
+        "${t[@]}" qdisc add dev "$dev" parent 1:10 handle 10: bfifo limit 64kb
+        "${t[@]}" qdisc add dev "$dev" parent 1:20 handle 20: bfifo limit "$queue"
+        "${t[@]}" filter add dev "$dev" parent 1: protocol ip prio 1 u32 \
+            match ip dsfield 0xb8 0xfc flowid 1:10
+    done
+}
+
+# gw_mesh_drops NODE: frames the ports toward NODE dropped since they were
+# shaped (the root qdisc counts its queues' drops).
+gw_mesh_drops() {
+    local m total=0 d
+    for m in 0 1; do
+        d=$(ip netns exec gwmsw tc -s qdisc show dev "n${1}m$m" |
+            awk '/^qdisc .* root/ { getline; for (i = 1; i <= NF; i++) if ($i == "(dropped") { gsub(",", "", $(i+1)); print $(i+1) } }')
+        total=$((total + ${d:-0}))
+    done
+    echo "$total"
+}
+
 # gw_check DESCRIPTION COMMAND...: run it quietly, print ok or FAIL; a
 # failure sets the caller's fail=1.
 gw_check() {

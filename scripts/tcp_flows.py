@@ -5,10 +5,11 @@
   tcp_flows.py sink PORT N          take N connections, read each to its end;
                                     prints {"bytes", "elapsed_s"} (first byte
                                     to last, over all of them)
-  tcp_flows.py send HOST PORT BYTES send BYTES in 64 KB writes; prints
-                                    {"bytes", "segs_out", "retrans_segs"}: the
-                                    namespace's TCP counters over the flow (run
-                                    one sender per network namespace)
+  tcp_flows.py send HOST PORT BYTES send BYTES in 64 KB writes (or, as
+                                    "for:S", for S seconds); prints {"bytes",
+                                    "segs_out", "retrans_segs"}: the namespace's
+                                    TCP counters over the flow (run one sender
+                                    per network namespace)
 """
 import json
 import socket
@@ -57,13 +58,18 @@ def sink(port, n):
     print(json.dumps({"bytes": got[0], "elapsed_s": round(last[0] - (first[0] or last[0]), 4)}))
 
 
-def send(host, port, nbytes):
+def send(host, port, amount):
     out0, re0 = tcp_counters()
     s = socket.create_connection((host, port))
     buf = b"\x5a" * CHUNK
-    left = nbytes
-    while left:
-        left -= s.send(buf[:min(left, CHUNK)])
+    if amount.startswith("for:"):
+        end, nbytes = time.monotonic() + float(amount[4:]), 0
+        while time.monotonic() < end:
+            nbytes += s.send(buf)
+    else:
+        nbytes = left = int(amount)
+        while left:
+            left -= s.send(buf[:min(left, CHUNK)])
     s.shutdown(socket.SHUT_WR)
     s.recv(1)  # the sink's close: everything was taken
     s.close()
@@ -76,7 +82,7 @@ def main():
     if len(a) == 3 and a[0] == "sink":
         sink(int(a[1]), int(a[2]))
     elif len(a) == 4 and a[0] == "send":
-        send(a[1], int(a[2]), int(a[3]))
+        send(a[1], int(a[2]), a[3])
     else:
         sys.exit(__doc__)
 

@@ -356,7 +356,9 @@ static void ack_send(struct gw_receiver *rv, uint16_t node, struct gw_peer *p, u
 	gw_lane_rx_ack(&p->rx[l], &ack);
 	if (rv->granting && l < GW_LANES_MAX &&
 	    (__atomic_load_n(&p->caps, __ATOMIC_RELAXED) & GW_CAP_GRANT)) {
-		uint64_t g = gw_cc_budget_grant(&rv->budget, rv->active) / GW_ACK_GRANT_UNIT;
+		/* The lanes to us from one peer share its share. */
+		unsigned lanes = rv->peer_lanes[node] ? rv->peer_lanes[node] : 1;
+		uint64_t g = gw_cc_budget_grant(&rv->budget, rv->active) / lanes / GW_ACK_GRANT_UNIT;
 		ack.grant = (uint16_t)(g < 1 ? 1 : g > UINT16_MAX ? UINT16_MAX : g);
 	}
 	struct gw_hdr h = { .type = GW_FT_ACK, .dst_node = node, .lane = gw_lane_of_slot(l) };
@@ -373,10 +375,11 @@ static bool deliver_lanes(struct gw_receiver *rv, unsigned from, unsigned to)
 	uint8_t mine = (uint8_t)(rv->id + 1);
 	bool work = false;
 	uint16_t urgent = from == GW_LANES_MAX ? GW_CHAN_KIND_URGENT : 0;
-	unsigned active = 0;
+	unsigned active = 0; /* peers with a bulk lane sending to us */
 	for (unsigned k = 0; k < known; k++) {
 		uint16_t node = ps->known[k];
 		struct gw_peer *p = &ps->peer[node];
+		unsigned lanes = 0;
 		for (unsigned l = from; l < to; l++) {
 			if (__atomic_load_n(&p->rx_owner[l], __ATOMIC_RELAXED) != mine)
 				continue;
@@ -391,9 +394,13 @@ static bool deliver_lanes(struct gw_receiver *rv, unsigned from, unsigned to)
 				}
 				gw_lane_rx_pop(rx);
 			}
-			active += rx->busy_ns && rv->now - rx->busy_ns < GW_CC_ACTIVE_NS;
+			lanes += rx->busy_ns && rv->now - rx->busy_ns < GW_CC_ACTIVE_NS;
 			if (rx->ack_due)
 				ack_send(rv, node, p, l);
+		}
+		if (!urgent) {
+			rv->peer_lanes[node] = (uint8_t)lanes;
+			active += lanes > 0;
 		}
 	}
 	if (!urgent)

@@ -65,11 +65,13 @@ struct gw_receiver {
 	struct gw_deliver_wakes wakes; /* clients asleep on this CPU, shown and not woken */
 	bool held;                     /* this step held a frame (it may wait for one of them) */
 	/* Congestion control ([cc] control on): one budget for the bulk lanes
-	 * it owns, granted evenly to those that delivered in the last
-	 * GW_CC_ACTIVE_NS (active, at the last count). */
+	 * it owns, granted evenly to the peers with a lane that delivered in
+	 * the last GW_CC_ACTIVE_NS (active, at the last count), and a peer's
+	 * share evenly to those lanes (peer_lanes). */
 	bool granting;
 	struct gw_cc_budget budget;
 	unsigned active;
+	uint8_t peer_lanes[GW_MAX_NODES];
 	/* when each node was last heard on this lcore's queues (the peers role reads it) */
 	alignas(64) uint64_t heard[GW_MAX_NODES];
 };

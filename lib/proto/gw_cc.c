@@ -8,6 +8,11 @@
  * and no signal cuts more than half. */
 #define GW_CC_BETA_PCT 80
 #define GW_CC_MAX_MDF_PCT 50
+/* Competing with a sender that does not answer delay: the round trip
+ * over the limit in 80 % of recent samples, with a window under 16 frames
+ * (a lane alone fills its own queue, with a large window). */
+#define GW_CC_COMPETING 800 /* of 1024 */
+#define GW_CC_COMPETING_FRAMES 16
 
 void gw_cc_params_default(struct gw_cc_params *p, uint32_t mss)
 {
@@ -149,7 +154,16 @@ void gw_cc_on_ack(struct gw_cc *cc, uint64_t acked, uint64_t rtt_ns, uint64_t no
 	if (!cc->p.on || !acked || !rtt_ns)
 		return;
 	uint64_t limit = cc->base_ns + cc->p.target_ns + gw_cc_flow_scale(cc);
-	if (rtt_ns <= limit) {
+	/* How often lately the round trip was over the limit (in 1/1024, an
+	 * average over about 32 samples). Lanes that answer delay keep the
+	 * queue near it, about half the time over; a queue that stays over
+	 * it while this lane's window is small is held by a sender that does
+	 * not answer delay (kernel TCP filling a switch buffer), and
+	 * answering it would hand that sender the port. Loss alone cuts then,
+	 * as it does for TCP, until the queue comes down again. */
+	cc->over = cc->over - cc->over / 32 + (rtt_ns > limit ? 1024 / 32 : 0);
+	cc->competing = cc->over > GW_CC_COMPETING && cc->cwnd < GW_CC_COMPETING_FRAMES * (uint64_t)cc->p.mss;
+	if (rtt_ns <= limit || cc->competing) {
 		if (cc->slow_start) {
 			cc->cwnd += acked;
 		} else {

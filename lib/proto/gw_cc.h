@@ -22,6 +22,12 @@
  *    goes out over a round trip, not as one burst, and a window under one
  *    frame still moves (one frame in flight, paced).
  *
+ * A lane whose round trips stay over its limit (80 % of recent samples)
+ * while its window is small (under 16 frames) shares its bottleneck with
+ * a sender that does not answer delay, such as kernel TCP filling a
+ * switch buffer: it stops cutting on delay (loss alone cuts, as for TCP)
+ * until the queue comes down, or it would hand that sender the port.
+ *
  * Delay alone is not fair: a lane that took its base from a queue already
  * built aims higher and keeps more of the port. The receiver sees every
  * lane that sends to it, so it keeps one budget for all of them (one
@@ -55,6 +61,8 @@ struct gw_cc {
 	uint64_t srtt_ns;      /* of the samples given here */
 	uint64_t base_ns;      /* smallest sample of this and the last base window */
 	uint64_t base_cur_ns, base_prev_ns, base_since_ns;
+	uint32_t over;         /* share of recent samples over the limit, in 1/1024 */
+	bool competing;        /* the queue stays up whatever we do: loss alone cuts */
 	uint64_t last_cut_ns;  /* last decrease (0: none yet: slow start) */
 	uint64_t next_ns;      /* pacing: earliest time of the next frame */
 	uint64_t grant;        /* bytes the receiver lets this lane have in flight */

@@ -151,9 +151,13 @@ static void test_one_cut_per_round_trip(void)
 	CU_ASSERT_EQUAL(cc.cwnd, w / 2);
 	CU_ASSERT_EQUAL(cc.cuts_loss, 1);
 	CU_ASSERT_EQUAL(cc.cuts_delay, 0);
-	/* A huge delay cuts at most half, and never below cwnd_min. */
+	/* A huge delay cuts at most half. */
+	w = cc.cwnd;
+	gw_cc_on_ack(&cc, MSS, 100 * MS, 50 * MS);
+	CU_ASSERT_EQUAL(cc.cwnd, w - w * 50 / 100);
+	/* Never below cwnd_min. */
 	for (unsigned i = 0; i < 40; i++)
-		gw_cc_on_ack(&cc, MSS, 100 * MS, (3 + 200 * i) * MS);
+		gw_cc_on_loss(&cc, (60 + 200 * i) * MS);
 	CU_ASSERT_EQUAL(cc.cwnd, cc.p.cwnd_min);
 }
 
@@ -171,7 +175,9 @@ static void test_pacing(void)
 	CU_ASSERT(!gw_cc_may_send(&cc, MSS, 1 * MS + gap - 1, true));
 	CU_ASSERT_EQUAL(cc.paced, 1);
 	CU_ASSERT(gw_cc_may_send(&cc, MSS, 1 * MS + gap, true));
-	/* Late: the next gap counts from now, no burst of saved credit. */
+	/* Late: the next gap counts from now, no burst of saved credit (a
+	 * quarter of a round trip of catching up made the simulated port
+	 * drop 1.2 % of 8 senders' frames, not 0.16 %). */
 	gw_cc_on_send(&cc, MSS, 5 * MS);
 	CU_ASSERT_EQUAL(cc.next_ns, 5 * MS + gap);
 }
@@ -220,6 +226,7 @@ struct sim_cfg {
 	uint64_t jitter_ns;  /* added to each ack's trip, uniform */
 	bool cc_on;
 	bool budget; /* the receiver grants */
+	bool tcp;    /* the last sender answers loss alone (as kernel TCP does), ungranted */
 	uint64_t run_ns, measure_from_ns;
 };
 
@@ -310,7 +317,13 @@ static void sim_run(const struct sim_cfg *c, struct sim_out *o)
 	for (unsigned s = 0; s < c->senders; s++) {
 		CU_ASSERT_EQUAL_FATAL(gw_lane_tx_init(&tx[s], 256, 100 + s, 20 * MS, 200 * MS,
 						      sim_nothing, NULL), 0);
-		gw_lane_tx_set_cc(&tx[s], &p);
+		struct gw_cc_params q = p;
+		if (c->tcp && s == c->senders - 1) {
+			q.on = true;
+			q.target_ns = 10000 * MS; /* never a delay cut */
+			q.fs_range_ns = 0;
+		}
+		gw_lane_tx_set_cc(&tx[s], &q);
 		CU_ASSERT_EQUAL_FATAL(gw_lane_rx_init(&rx[s], 256, sim_free, NULL), 0);
 	}
 	for (uint64_t now = tick, k = 0; now < c->run_ns; now += tick, k++) {
@@ -352,8 +365,9 @@ static void sim_run(const struct sim_cfg *c, struct sim_out *o)
 			struct sim_rxf *rf = malloc(sizeof(*rf));
 			CU_ASSERT_PTR_NOT_NULL_FATAL(rf);
 			rf->bytes = h->bytes;
+			bool granted = !(c->tcp && s == c->senders - 1);
 			/* Past a gap: the port dropped something. */
-			if ((int32_t)(h->seq - top[s]) > 0)
+			if ((int32_t)(h->seq - top[s]) > 0 && granted)
 				gw_cc_budget_loss(&bud);
 			if ((int32_t)(h->seq + 1 - top[s]) > 0)
 				top[s] = h->seq + 1;
@@ -364,8 +378,10 @@ static void sim_run(const struct sim_cfg *c, struct sim_out *o)
 					o->delivered_bytes += rf->bytes;
 					o->per[s] += rf->bytes;
 				}
-				gw_cc_budget_delivered(&bud, rf->bytes);
-				last_del[s] = now;
+				if (granted) {
+					gw_cc_budget_delivered(&bud, rf->bytes);
+					last_del[s] = now;
+				}
 				gw_lane_rx_pop(&rx[s]);
 			}
 			fifo_pop(&wire);
@@ -377,7 +393,7 @@ static void sim_run(const struct sim_cfg *c, struct sim_out *o)
 				unsigned active = 0;
 				for (unsigned q = 0; q < c->senders; q++)
 					active += last_del[q] && now - last_del[q] < 2 * MS;
-				a->grant = c->budget ? gw_cc_budget_grant(&bud, active) : UINT64_MAX;
+				a->grant = c->budget && granted ? gw_cc_budget_grant(&bud, active) : UINT64_MAX;
 				a->at = now + half + (c->jitter_ns ? sim_rng(&rng) % c->jitter_ns : 0);
 			}
 		}
@@ -467,6 +483,22 @@ static void test_sim_incast_grants_even(void)
 	CU_ASSERT(granted.jain > alone.jain);
 }
 
+/* Beside a sender that answers loss alone and fills the queue (kernel TCP
+ * into a drop-tail port), a delay-based lane would keep backing off; it
+ * sees the queue stay up whatever it does, and competes on loss too. */
+static void test_sim_beside_tcp(void)
+{
+	struct sim_cfg c = incast(2, true, true);
+	struct sim_out o;
+
+	c.tcp = true;
+	sim_run(&c, &o);
+	double share0 = (double)o.per[0] / (double)o.delivered_bytes;
+	printf("shares: gridwire %.2f, tcp-like %.2f ", share0, 1 - share0);
+	CU_ASSERT(share0 >= 0.35 && share0 <= 0.65);
+	CU_ASSERT(o.goodput >= 0.9);
+}
+
 /* One sender alone on a fast link still fills it. */
 static void test_sim_alone_fast(void)
 {
@@ -497,6 +529,7 @@ int main(void)
 		{ "sim: 15 into a 400 Mbit/s port", test_sim_incast_15 },
 		{ "sim: 8 without control overflow it", test_sim_incast_without_cc },
 		{ "sim: grants even out 15", test_sim_incast_grants_even },
+		{ "sim: beside a loss-based flow, each about half", test_sim_beside_tcp },
 		{ "sim: one alone fills 10 Gbit/s", test_sim_alone_fast },
 		{ NULL, NULL },
 	};
