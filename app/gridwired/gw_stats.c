@@ -177,6 +177,7 @@ static int cmd_lane(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "cc_grant_bytes", cc->grant == UINT64_MAX ? 0 : cc->grant);
 	rte_tel_data_add_dict_u64(d, "cc_rate_bps", gw_cc_rate(cc) * 8);
 	rte_tel_data_add_dict_u64(d, "cc_base_rtt_us", cc->base_ns == UINT64_MAX ? 0 : cc->base_ns / 1000);
+	rte_tel_data_add_dict_u64(d, "cc_competing", cc->competing); /* loss alone cuts now */
 	rte_tel_data_add_dict_u64(d, "cc_cuts_delay", cc->cuts_delay);
 	rte_tel_data_add_dict_u64(d, "cc_cuts_loss", cc->cuts_loss);
 	rte_tel_data_add_dict_u64(d, "cc_paced", cc->paced);

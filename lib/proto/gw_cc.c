@@ -110,13 +110,6 @@ static void gw_cc_sample(struct gw_cc *cc, uint64_t rtt, uint64_t now)
 	cc->base_ns = cc->base_cur_ns < cc->base_prev_ns ? cc->base_cur_ns : cc->base_prev_ns;
 }
 
-/*
- * Swift's flow scaling: a lane with a small window aims at more delay
- * (up to fs_range_ns more at a tenth of a frame, nothing at 64 frames),
- * so small windows grow at the expense of large ones: lanes that took
- * their base round trip from a queue already built would otherwise keep
- * the larger share.
- */
 static uint64_t gw_cc_isqrt(uint64_t x)
 {
 	uint64_t r = 0, b = 1ull << 62;
@@ -139,6 +132,13 @@ static uint64_t gw_cc_inv_sqrt(uint64_t w)
 	return (1ull << 24) / gw_cc_isqrt(w << 16);
 }
 
+/*
+ * Swift's flow scaling: a lane with a small window aims at more delay
+ * (up to fs_range_ns more at a tenth of a frame, nothing at 64 frames),
+ * so small windows grow at the expense of large ones: lanes that took
+ * their base round trip from a queue already built would otherwise keep
+ * the larger share.
+ */
 static uint64_t gw_cc_flow_scale(const struct gw_cc *cc)
 {
 	uint64_t w = cc->cwnd * 10 / cc->p.mss, hi = gw_cc_inv_sqrt(640);

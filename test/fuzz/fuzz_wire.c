@@ -136,12 +136,12 @@ static void walk_payload(const struct gw_hdr *h, const uint8_t *payload)
 		CHECK(len == 12 + (size_t)a.nbits / 8);
 		CHECK(all_bytes(a.sack + a.nbits / 8, sizeof(a.sack) - a.nbits / 8, 0));
 		CHECK(a.acked_epoch == le32(pl) && a.cum == le32(pl + 4));
-		/* Encoding it again gives the same bytes, the reserved field zeroed. */
+		CHECK(a.grant == (uint16_t)(pl[10] | pl[11] << 8));
+		/* Encoding it again gives the same bytes, the grant included. */
 		uint8_t *out = malloc(len);
 		CHECK(out);
 		CHECK(gw_wire_ack_put(out, &a) == len);
-		CHECK(memcmp(out, pl, 10) == 0 && out[10] == 0 && out[11] == 0);
-		CHECK(memcmp(out + 12, pl + 12, len - 12) == 0);
+		CHECK(memcmp(out, pl, len) == 0);
 		free(out);
 	} else {
 		CHECK(rc == -EBADMSG);
@@ -388,7 +388,8 @@ static void fz_round_trips(struct fz_in *in)
 	free(pl);
 
 	/* ACK: nbits rounded up to bytes and capped, the added bits sent clear. */
-	struct gw_ack a = { .acked_epoch = rd32(in), .cum = rd32(in), .nbits = rd16(in) };
+	struct gw_ack a = { .acked_epoch = rd32(in), .cum = rd32(in), .nbits = rd16(in),
+			    .grant = rd16(in) };
 	for (unsigned i = 0; i < sizeof(a.sack); i++)
 		a.sack[i] = rd8(in);
 	unsigned nbits = a.nbits < GW_SACK_BITS ? a.nbits : GW_SACK_BITS;
@@ -398,7 +399,8 @@ static void fz_round_trips(struct fz_in *in)
 	CHECK(gw_wire_ack_put(ab, &a) == alen);
 	struct gw_ack b;
 	CHECK(gw_wire_ack_get(ab, alen, &b) == 0);
-	CHECK(b.acked_epoch == a.acked_epoch && b.cum == a.cum && b.nbits == (nbits + 7) / 8 * 8);
+	CHECK(b.acked_epoch == a.acked_epoch && b.cum == a.cum && b.nbits == (nbits + 7) / 8 * 8 &&
+	      b.grant == a.grant);
 	for (unsigned i = 0; i < GW_SACK_BITS; i++) {
 		bool want = i < nbits && (a.sack[i / 8] >> (i % 8) & 1);
 		CHECK(want == (bool)(b.sack[i / 8] >> (i % 8) & 1));
