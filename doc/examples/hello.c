@@ -47,7 +47,8 @@ static int call(struct gw_client *cl, uint16_t node)
 	struct gw_msg reply;
 	int rc;
 	for (int tries = 0; tries < 100; tries++) {
-		rc = gw_call(cl, node, "hello", "hi", 2, 1000, &reply);
+		/* 10 s: a busy machine may leave the service unscheduled a while. */
+		rc = gw_call(cl, node, "hello", "hi", 2, 10000, &reply);
 		if (rc != -ENOENT && rc != -EHOSTUNREACH)
 			break;
 		usleep(100 * 1000); /* not registered, or not up, yet */
