@@ -31,8 +31,8 @@
  * Delay alone is not fair: a lane that took its base from a queue already
  * built aims higher and keeps more of the port. The receiver sees every
  * lane that sends to it, so it keeps one budget for all of them (one
- * sawtooth at the bottleneck in front of it, not N) and grants each an
- * even share in its acks; a lane's window is the smaller of its cwnd and
+ * sawtooth at the bottleneck in front of it, not N) and grants each peer
+ * an even share in its acks; a lane's window is the smaller of its cwnd and
  * its grant. test/unit/test_cc.c checks both on a simulated port.
  *
  * A disabled controller (gw_cc_params.on false) always says yes: the
@@ -92,8 +92,9 @@ void gw_cc_set_grant(struct gw_cc *cc, uint64_t bytes);
 
 /*
  * The receiving side's budget: bytes in flight toward this receiver over
- * all its lanes, split evenly among the lanes sending (each ack carries
- * the lane's grant). It grows by the bytes delivered until the first
+ * all its lanes, split evenly among the senders (gridwired: the peers
+ * with a lane sending, then a peer's share among its lanes; each ack
+ * carries the lane's grant). It grows by the bytes delivered until the first
  * loss, then by a frame per budget delivered, and halves on a loss (a
  * frame that arrives past a gap), at most once per budget delivered. One
  * controller for N senders: the bottleneck in front of the receiver sees
@@ -110,7 +111,7 @@ void gw_cc_budget_init(struct gw_cc_budget *b, uint32_t mss, uint64_t init, uint
 		       uint64_t max);
 void gw_cc_budget_delivered(struct gw_cc_budget *b, uint64_t bytes);
 void gw_cc_budget_loss(struct gw_cc_budget *b);
-/* The grant of each of n lanes sending (n >= 1). */
+/* The grant of each of n senders (n >= 1). */
 uint64_t gw_cc_budget_grant(const struct gw_cc_budget *b, unsigned n);
 
 /* The pacing rate, bytes per second (0: not paced yet, no round trip). */
