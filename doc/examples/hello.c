@@ -39,7 +39,12 @@ static int serve(struct gw_client *cl, int n)
 			return fail("gw_reply", rc);
 		n--;
 	}
-	return rc < 0 ? fail("gw_recv", rc) : 0;
+	if (rc < 0)
+		return fail("gw_recv", rc);
+	/* Closing drops what the gateway has not taken yet: the last reply too. */
+	if ((rc = gw_flush(cl, 10000)) < 0)
+		return fail("gw_flush", rc);
+	return 0;
 }
 
 static int call(struct gw_client *cl, uint16_t node)
