@@ -149,9 +149,12 @@ static uint64_t gw_cc_flow_scale(const struct gw_cc *cc)
 
 void gw_cc_on_ack(struct gw_cc *cc, uint64_t acked, uint64_t rtt_ns, uint64_t now)
 {
+	/* Off: nothing to keep (the lane keeps its own srtt). */
+	if (!cc->p.on)
+		return;
 	if (rtt_ns)
 		gw_cc_sample(cc, rtt_ns, now);
-	if (!cc->p.on || !acked || !rtt_ns)
+	if (!acked || !rtt_ns)
 		return;
 	uint64_t limit = cc->base_ns + cc->p.target_ns + gw_cc_flow_scale(cc);
 	/* How often lately the round trip was over the limit (in 1/1024, an
