@@ -8,11 +8,13 @@
  * and no signal cuts more than half. */
 #define GW_CC_BETA_PCT 80
 #define GW_CC_MAX_MDF_PCT 50
+/* A small window: under 16 frames a lane hears a sample or two per half
+ * round trip, too few for a standing value, and does not fill a queue
+ * alone. */
+#define GW_CC_SMALL_FRAMES 16
 /* Competing with a sender that does not answer delay: the round trip
- * over the limit in 80 % of recent samples, with a window under 16 frames
- * (a lane alone fills its own queue, with a large window). */
+ * over the limit in 80 % of recent samples, with a small window. */
 #define GW_CC_COMPETING 800 /* of 1024 */
-#define GW_CC_COMPETING_FRAMES 16
 
 void gw_cc_params_default(struct gw_cc_params *p, uint32_t mss)
 {
@@ -45,6 +47,7 @@ void gw_cc_init(struct gw_cc *cc, const struct gw_cc_params *p)
 	cc->grant = UINT64_MAX;
 	cc->slow_start = true;
 	cc->base_cur_ns = cc->base_prev_ns = cc->base_ns = UINT64_MAX;
+	cc->stand_cur_ns = cc->stand_prev_ns = UINT64_MAX;
 }
 
 /* At most one cut per round trip: the signal of one overshoot reaches
@@ -76,10 +79,12 @@ bool gw_cc_may_send(struct gw_cc *cc, uint64_t inflight, uint64_t now, bool coun
 	 * spreads the part of a frame that the window lacks. */
 	if (inflight && inflight >= gw_cc_window(cc)) {
 		cc->cwnd_limited += count;
+		cc->due = false;
 		return false;
 	}
 	if (now < cc->next_ns) {
 		cc->paced += count;
+		cc->due = true;
 		return false;
 	}
 	return true;
@@ -92,7 +97,22 @@ void gw_cc_on_send(struct gw_cc *cc, uint32_t bytes, uint64_t now)
 	/* 5/4 of the window per round trip: room to grow, no burst. */
 	uint64_t w = gw_cc_window(cc);
 	uint64_t gap = (uint64_t)bytes * cc->srtt_ns * 4 / ((w ? w : 1) * 5);
-	cc->next_ns = (cc->next_ns > now ? cc->next_ns : now) + gap;
+	/*
+	 * A lane held by pacing alone was ready from next_ns on: if it was not
+	 * asked again until later (its lcore slept or was descheduled), it
+	 * catches up on the frames it was due, up to a round trip of them
+	 * (the window bounds the burst anyway). On a CPU shared by both
+	 * gateways that lateness cost half the rate. A lane that waited on its
+	 * window or had nothing to send saves nothing: the next gap counts
+	 * from now.
+	 */
+	uint64_t from = cc->next_ns;
+	if (!cc->due)
+		from = from > now ? from : now;
+	else if (from + cc->srtt_ns < now)
+		from = now - cc->srtt_ns;
+	cc->next_ns = from + gap;
+	cc->due = cc->due && cc->next_ns <= now;
 }
 
 static void gw_cc_sample(struct gw_cc *cc, uint64_t rtt, uint64_t now)
@@ -108,6 +128,22 @@ static void gw_cc_sample(struct gw_cc *cc, uint64_t rtt, uint64_t now)
 	if (rtt < cc->base_cur_ns)
 		cc->base_cur_ns = rtt;
 	cc->base_ns = cc->base_cur_ns < cc->base_prev_ns ? cc->base_cur_ns : cc->base_prev_ns;
+	/* The standing round trip, after Copa: the smallest of the last half
+	 * round trip or so (two buckets of srtt/2). A queue that stands
+	 * raises every sample; a host whose lcores share CPUs raises some
+	 * (an ack heard late because the lcore was away) and not the least. */
+	if (now - cc->stand_since_ns >= cc->srtt_ns / 2) {
+		cc->stand_prev_ns = cc->stand_cur_ns;
+		cc->stand_cur_ns = UINT64_MAX;
+		cc->stand_since_ns = now;
+	}
+	if (rtt < cc->stand_cur_ns)
+		cc->stand_cur_ns = rtt;
+}
+
+static uint64_t gw_cc_standing(const struct gw_cc *cc)
+{
+	return cc->stand_cur_ns < cc->stand_prev_ns ? cc->stand_cur_ns : cc->stand_prev_ns;
 }
 
 static uint64_t gw_cc_isqrt(uint64_t x)
@@ -157,6 +193,10 @@ void gw_cc_on_ack(struct gw_cc *cc, uint64_t acked, uint64_t rtt_ns, uint64_t no
 	if (!acked || !rtt_ns)
 		return;
 	uint64_t limit = cc->base_ns + cc->p.target_ns + gw_cc_flow_scale(cc);
+	/* Grow on a sample under the limit; cut only when the standing round
+	 * trip is over it too (a queue, not an ack heard late); between the
+	 * two, hold. */
+	uint64_t stand = gw_cc_standing(cc);
 	/* How often lately the round trip was over the limit (in 1/1024, an
 	 * average over about 32 samples). Lanes that answer delay keep the
 	 * queue near it, about half the time over; a queue that stays over
@@ -165,7 +205,7 @@ void gw_cc_on_ack(struct gw_cc *cc, uint64_t acked, uint64_t rtt_ns, uint64_t no
 	 * answering it would hand that sender the port. Loss alone cuts then,
 	 * as it does for TCP, until the queue comes down again. */
 	cc->over = cc->over - cc->over / 32 + (rtt_ns > limit ? 1024 / 32 : 0);
-	cc->competing = cc->over > GW_CC_COMPETING && cc->cwnd < GW_CC_COMPETING_FRAMES * (uint64_t)cc->p.mss;
+	cc->competing = cc->over > GW_CC_COMPETING && cc->cwnd < GW_CC_SMALL_FRAMES * (uint64_t)cc->p.mss;
 	if (rtt_ns <= limit || cc->competing) {
 		if (cc->slow_start) {
 			cc->cwnd += acked;
@@ -178,7 +218,8 @@ void gw_cc_on_ack(struct gw_cc *cc, uint64_t acked, uint64_t rtt_ns, uint64_t no
 			cc->cwnd += add ? add : 1;
 		}
 		gw_cc_clamp(cc);
-	} else if (gw_cc_cut(cc, (rtt_ns - limit) * GW_CC_BETA_PCT / rtt_ns, now)) {
+	} else if ((stand > limit || cc->cwnd < GW_CC_SMALL_FRAMES * (uint64_t)cc->p.mss) &&
+		   gw_cc_cut(cc, (rtt_ns - limit) * GW_CC_BETA_PCT / rtt_ns, now)) {
 		cc->cuts_delay++;
 	}
 }

@@ -16,11 +16,16 @@
  *    by the bytes acked until the first cut (slow start), then by a frame
  *    per window of acks;
  *  - above it the window shrinks, at most once per round trip, by
- *    0.8 * (rtt - limit) / rtt, never by more than half;
+ *    0.8 * (rtt - limit) / rtt, never by more than half; a window of 16
+ *    frames or more only when the standing round trip (the least of the
+ *    last half round trip or so, after Copa) is over it too: on a host
+ *    whose lcores share CPUs, acks are heard late whenever an lcore was
+ *    away, and cutting on those cost half the rate of an idle link;
  *  - a loss (a frame sent again) halves it, once per round trip;
  *  - frames leave no closer than bytes * srtt / (window * 5/4): a window
  *    goes out over a round trip, not as one burst, and a window under one
- *    frame still moves (one frame in flight, paced).
+ *    frame still moves (one frame in flight, paced). A lane that was due
+ *    while its lcore was away catches up, up to a round trip of frames.
  *
  * A lane whose round trips stay over its limit (80 % of recent samples)
  * while its window is small (under 16 frames) shares its bottleneck with
@@ -61,10 +66,12 @@ struct gw_cc {
 	uint64_t srtt_ns;      /* of the samples given here */
 	uint64_t base_ns;      /* smallest sample of this and the last base window */
 	uint64_t base_cur_ns, base_prev_ns, base_since_ns;
+	uint64_t stand_cur_ns, stand_prev_ns, stand_since_ns; /* standing round trip */
 	uint32_t over;         /* share of recent samples over the limit, in 1/1024 */
 	bool competing;        /* the queue stays up whatever we do: loss alone cuts */
 	uint64_t last_cut_ns;  /* last decrease (0: none yet: slow start) */
 	uint64_t next_ns;      /* pacing: earliest time of the next frame */
+	bool due;              /* held by pacing alone since next_ns: catches up */
 	uint64_t grant;        /* bytes the receiver lets this lane have in flight */
 	bool slow_start;
 	/* counters */

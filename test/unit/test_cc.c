@@ -130,11 +130,13 @@ static void test_flow_scaling(void)
 	gw_cc_on_ack(&small, 0, 100 * US, 1 * MS); /* a sample, nothing released */
 	gw_cc_on_ack(&large, 0, 100 * US, 1 * MS);
 	uint64_t rtt = 100 * US + p.target_ns + 500 * US;
-	gw_cc_on_ack(&small, MSS, rtt, 5 * MS);
-	gw_cc_on_ack(&large, MSS, rtt, 5 * MS);
+	for (uint64_t t = 5 * MS; t < 10 * MS; t += 100 * US) {
+		gw_cc_on_ack(&small, MSS / 64, rtt, t);
+		gw_cc_on_ack(&large, MSS / 64, rtt, t);
+	}
 	CU_ASSERT_EQUAL(small.cuts_delay, 0);
 	CU_ASSERT(small.cwnd > MSS / 2);
-	CU_ASSERT_EQUAL(large.cuts_delay, 1);
+	CU_ASSERT(large.cuts_delay >= 1);
 	CU_ASSERT(large.cwnd < 100 * MSS);
 }
 
@@ -175,11 +177,48 @@ static void test_pacing(void)
 	CU_ASSERT(!gw_cc_may_send(&cc, MSS, 1 * MS + gap - 1, true));
 	CU_ASSERT_EQUAL(cc.paced, 1);
 	CU_ASSERT(gw_cc_may_send(&cc, MSS, 1 * MS + gap, true));
-	/* Late: the next gap counts from now, no burst of saved credit (a
-	 * quarter of a round trip of catching up made the simulated port
-	 * drop 1.2 % of 8 senders' frames, not 0.16 %). */
+	/* Held by pacing, then asked late (the lcore was away): it catches
+	 * up on what it was due, up to a round trip of it. */
+	gw_cc_on_send(&cc, MSS, 1 * MS + 3 * gap);
+	CU_ASSERT_EQUAL(cc.next_ns, 1 * MS + 2 * gap);
+	CU_ASSERT(cc.due);
 	gw_cc_on_send(&cc, MSS, 5 * MS);
-	CU_ASSERT_EQUAL(cc.next_ns, 5 * MS + gap);
+	CU_ASSERT_EQUAL(cc.next_ns, 5 * MS - 100 * US + gap);
+	/* Held by its window: nothing saved, the next gap counts from now (a
+	 * quarter of a round trip of credit there made the simulated port
+	 * drop 1.2 % of 8 senders' frames, not 0.16 %). */
+	CU_ASSERT(!gw_cc_may_send(&cc, cc.cwnd, 6 * MS, true));
+	CU_ASSERT(!cc.due);
+	gw_cc_on_send(&cc, MSS, 7 * MS);
+	CU_ASSERT_EQUAL(cc.next_ns, 7 * MS + gap);
+}
+
+/* A large window cuts on the standing round trip (the least of about half
+ * a round trip), not on one late ack among prompt ones: on a CPU shared
+ * by lcores an ack is heard late whenever its lcore was away. */
+static void test_standing(void)
+{
+	struct gw_cc cc = fresh();
+
+	cc.slow_start = false;
+	cc.cwnd = 100 * MSS;
+	uint64_t t = 1 * MS;
+	for (unsigned i = 0; i < 8; i++, t += 20 * US)
+		gw_cc_on_ack(&cc, MSS, 100 * US, t);
+	gw_cc_on_ack(&cc, MSS, 2 * MS, t); /* late, among prompt ones */
+	CU_ASSERT_EQUAL(cc.cuts_delay, 0);
+	/* A queue: every sample high, for longer than half a round trip. */
+	for (unsigned i = 0; i < 40; i++, t += 100 * US)
+		gw_cc_on_ack(&cc, MSS, 2 * MS, t);
+	CU_ASSERT(cc.cuts_delay >= 1);
+	CU_ASSERT(cc.cwnd < 100 * MSS);
+	/* A small window cuts on its own sample: it hears too few. */
+	struct gw_cc small = fresh();
+	small.slow_start = false;
+	small.cwnd = 4 * MSS;
+	gw_cc_on_ack(&small, MSS, 100 * US, 1 * MS);
+	gw_cc_on_ack(&small, MSS, 2 * MS, 1 * MS + 20 * US);
+	CU_ASSERT_EQUAL(small.cuts_delay, 1);
 }
 
 static void test_base_window(void)
@@ -227,6 +266,10 @@ struct sim_cfg {
 	bool cc_on;
 	bool budget; /* the receiver grants */
 	bool tcp;    /* the last sender answers loss alone (as kernel TCP does), ungranted */
+	/* A shared CPU: each sender runs present_ns, then is away away_ns (its
+	 * lcore descheduled), from a phase of its own; it sends and hears
+	 * acks only while present. 0: always present. */
+	uint64_t present_ns, away_ns;
 	uint64_t run_ns, measure_from_ns;
 };
 
@@ -294,6 +337,12 @@ static void sim_port_put(const struct sim_cfg *c, struct sim_out *o, struct sim_
 		o->max_queue = *qbytes;
 }
 
+static bool sim_present(const struct sim_cfg *c, unsigned s, uint64_t now)
+{
+	uint64_t cycle = c->present_ns + c->away_ns;
+	return !c->away_ns || (now + s * cycle / SIM_SENDERS_MAX) % cycle < c->present_ns;
+}
+
 static void sim_run(const struct sim_cfg *c, struct sim_out *o)
 {
 	static struct gw_lane_tx tx[SIM_SENDERS_MAX];
@@ -331,6 +380,8 @@ static void sim_run(const struct sim_cfg *c, struct sim_out *o)
 		 * then new frames while allowed. */
 		for (unsigned i = 0; i < c->senders; i++) {
 			unsigned s = (unsigned)((i + k) % c->senders);
+			if (!sim_present(c, s, now))
+				continue;
 			struct sim_frame f = { .sender = s, .bytes = MSS, .base = tx[s].una };
 			void *due[32];
 			unsigned n = gw_lane_tx_due(&tx[s], now, due, 32);
@@ -398,7 +449,7 @@ static void sim_run(const struct sim_cfg *c, struct sim_out *o)
 			}
 		}
 		/* Acks, in order sent (jitter only delays). */
-		while (an && acks[ahead].at <= now) {
+		while (an && acks[ahead].at <= now && sim_present(c, acks[ahead].sender, now)) {
 			gw_cc_set_grant(&tx[acks[ahead].sender].cc, acks[ahead].grant);
 			gw_lane_tx_ack(&tx[acks[ahead].sender], &acks[ahead].ack, now);
 			ahead = (ahead + 1) % SIM_QMAX;
@@ -415,6 +466,12 @@ static void sim_run(const struct sim_cfg *c, struct sim_out *o)
 		gw_lane_rx_fini(&rx[s]);
 	}
 	o->jain = sq > 0 ? sum * sum / (c->senders * sq) : 0;
+	if (getenv("SIM_DEBUG"))
+		printf("\n    [s0: cwnd %lu, srtt %lu us, base %lu us, cuts %lu delay %lu loss, paced %lu, cwnd_limited %lu]",
+		       (unsigned long)tx[0].cc.cwnd, (unsigned long)tx[0].cc.srtt_ns / 1000,
+		       (unsigned long)tx[0].cc.base_ns / 1000, (unsigned long)tx[0].cc.cuts_delay,
+		       (unsigned long)tx[0].cc.cuts_loss, (unsigned long)tx[0].cc.paced,
+		       (unsigned long)tx[0].cc.cwnd_limited);
 	printf("\n    %u senders, %.0f Mbit/s, %.0f KB queue, cc %s%s: goodput %.3f, sent %lu, "
 	       "dropped %lu (%.2f%%), retrans %lu (%.2f%%), jain %.3f, max queue %lu KB ",
 	       c->senders, c->rate_bps / 1e6, c->buf_bytes / 1e3, c->cc_on ? "on" : "off",
@@ -470,9 +527,9 @@ static void test_sim_incast_without_cc(void)
 	CU_ASSERT(o.dropped * 10 > o.sent);
 }
 
-/* Senders alone take their base round trips from a queue already built,
- * and the later ones keep more of the port; the grants even it out. */
-static void test_sim_incast_grants_even(void)
+/* One budget at the receiver, one sawtooth at the port: fewer drops than
+ * 15 senders each finding the port's depth alone. */
+static void test_sim_incast_grants(void)
 {
 	struct sim_cfg c = incast(15, true, false);
 	struct sim_out alone, granted;
@@ -480,7 +537,8 @@ static void test_sim_incast_grants_even(void)
 	sim_run(&c, &alone);
 	c.budget = true;
 	sim_run(&c, &granted);
-	CU_ASSERT(granted.jain > alone.jain);
+	CU_ASSERT(granted.dropped < alone.dropped);
+	CU_ASSERT(granted.jain >= 0.95);
 }
 
 /* Beside a sender that answers loss alone and fills the queue (kernel TCP
@@ -514,6 +572,29 @@ static void test_sim_alone_fast(void)
 	CU_ASSERT_EQUAL(o.dropped, 0);
 }
 
+/*
+ * One sender on an idle 10 Gbit/s link, its lcore sharing a CPU (present
+ * 1 ms, away 1 ms, as on a 2-core host running both gateways): the
+ * controller must not cost it the rate the lane window alone gets.
+ */
+static void test_sim_alone_shared_cpu(void)
+{
+	struct sim_cfg c = {
+		.senders = 1, .rate_bps = 10000000000ull, .buf_bytes = 2 * 1024 * 1024,
+		.rtt_ns = 50 * US, .jitter_ns = 20 * US, .cc_on = false, .budget = true,
+		.present_ns = 1 * MS, .away_ns = 1 * MS,
+		.run_ns = 300 * MS, .measure_from_ns = 100 * MS,
+	};
+	struct sim_out off, on;
+
+	sim_run(&c, &off);
+	c.cc_on = true;
+	sim_run(&c, &on);
+	printf("on/off %.3f ", on.goodput / off.goodput);
+	CU_ASSERT(on.goodput >= 0.95 * off.goodput);
+	CU_ASSERT_EQUAL(on.dropped, 0);
+}
+
 int main(void)
 {
 	static const struct gw_test_case cases[] = {
@@ -522,15 +603,17 @@ int main(void)
 		{ "slow start, cut on delay, additive, granted", test_slow_start_then_additive },
 		{ "one cut per round trip, at most half", test_one_cut_per_round_trip },
 		{ "pacing", test_pacing },
+		{ "the standing round trip", test_standing },
 		{ "the receiver's budget", test_budget },
 		{ "flow scaling", test_flow_scaling },
 		{ "base round trip over two windows", test_base_window },
 		{ "sim: 8 into a 400 Mbit/s port", test_sim_incast_8 },
 		{ "sim: 15 into a 400 Mbit/s port", test_sim_incast_15 },
 		{ "sim: 8 without control overflow it", test_sim_incast_without_cc },
-		{ "sim: grants even out 15", test_sim_incast_grants_even },
+		{ "sim: grants drop less of 15", test_sim_incast_grants },
 		{ "sim: beside a loss-based flow, each about half", test_sim_beside_tcp },
 		{ "sim: one alone fills 10 Gbit/s", test_sim_alone_fast },
+		{ "sim: one alone on a shared CPU, as fast as without", test_sim_alone_shared_cpu },
 		{ NULL, NULL },
 	};
 	return gw_test_run("cc", cases);
