@@ -117,7 +117,6 @@ void gw_cc_on_send(struct gw_cc *cc, uint32_t bytes, uint64_t now)
 
 static void gw_cc_sample(struct gw_cc *cc, uint64_t rtt, uint64_t now)
 {
-	cc->srtt_ns = cc->srtt_ns ? cc->srtt_ns - cc->srtt_ns / 8 + rtt / 8 : rtt;
 	/* Two windows of minima: a base that rose (a new path) is taken
 	 * within two windows, and one window's gap never loses it. */
 	if (now - cc->base_since_ns >= cc->p.base_window_ns) {
@@ -183,11 +182,12 @@ static uint64_t gw_cc_flow_scale(const struct gw_cc *cc)
 	return cc->p.fs_range_ns * (gw_cc_inv_sqrt(w ? w : 1) - hi) / (gw_cc_inv_sqrt(1) - hi);
 }
 
-void gw_cc_on_ack(struct gw_cc *cc, uint64_t acked, uint64_t rtt_ns, uint64_t now)
+void gw_cc_on_ack(struct gw_cc *cc, uint64_t acked, uint64_t rtt_ns, uint64_t srtt_ns,
+		  uint64_t now)
 {
-	/* Off: nothing to keep (the lane keeps its own srtt). */
 	if (!cc->p.on)
 		return;
+	cc->srtt_ns = srtt_ns;
 	if (rtt_ns)
 		gw_cc_sample(cc, rtt_ns, now);
 	if (!acked || !rtt_ns)

@@ -63,7 +63,7 @@ struct gw_cc_params {
 struct gw_cc {
 	struct gw_cc_params p;
 	uint64_t cwnd;         /* bytes */
-	uint64_t srtt_ns;      /* of the samples given here */
+	uint64_t srtt_ns;      /* the lane's, as of the last ack */
 	uint64_t base_ns;      /* smallest sample of this and the last base window */
 	uint64_t base_cur_ns, base_prev_ns, base_since_ns;
 	uint64_t stand_cur_ns, stand_prev_ns, stand_since_ns; /* standing round trip */
@@ -90,8 +90,16 @@ void gw_cc_init(struct gw_cc *cc, const struct gw_cc_params *p);
 bool gw_cc_may_send(struct gw_cc *cc, uint64_t inflight, uint64_t now, bool count);
 /* A frame of bytes went out at now (first time or again). */
 void gw_cc_on_send(struct gw_cc *cc, uint32_t bytes, uint64_t now);
-/* An ack released acked bytes at now; rtt_ns is its sample (0: none). */
-void gw_cc_on_ack(struct gw_cc *cc, uint64_t acked, uint64_t rtt_ns, uint64_t now);
+/* The smoothed round trip after a sample: 7/8 of the last, 1/8 of it. */
+static inline uint64_t gw_cc_srtt(uint64_t srtt_ns, uint64_t rtt_ns)
+{
+	return srtt_ns ? srtt_ns - srtt_ns / 8 + rtt_ns / 8 : rtt_ns;
+}
+
+/* An ack released acked bytes at now; rtt_ns is its sample (0: none),
+ * srtt_ns the lane's smoothed round trip with it. */
+void gw_cc_on_ack(struct gw_cc *cc, uint64_t acked, uint64_t rtt_ns, uint64_t srtt_ns,
+		  uint64_t now);
 /* Frames had to be sent again at now. */
 void gw_cc_on_loss(struct gw_cc *cc, uint64_t now);
 /* The receiver lets this lane have bytes in flight (UINT64_MAX: no limit). */

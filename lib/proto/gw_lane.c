@@ -159,12 +159,12 @@ int gw_lane_tx_ack(struct gw_lane_tx *tx, const struct gw_ack *ack, uint64_t now
 	tx->una = una;
 	tx->inflight_bytes -= bytes;
 	if (rtt != UINT64_MAX) {
-		tx->srtt_ns = tx->srtt_ns ? tx->srtt_ns - tx->srtt_ns / 8 + rtt / 8 : rtt;
+		tx->srtt_ns = gw_cc_srtt(tx->srtt_ns, rtt);
 		tx->rtt_hist[gw_lane_rtt_bucket(rtt)]++;
 		tx->rtt_sum_ns += rtt;
 	}
 	/* A sample of 0 ns (a clock too coarse) says nothing to the controller. */
-	gw_cc_on_ack(&tx->cc, bytes, rtt != UINT64_MAX ? rtt : 0, now);
+	gw_cc_on_ack(&tx->cc, bytes, rtt != UINT64_MAX ? rtt : 0, tx->srtt_ns, now);
 	if (n)
 		tx->progress_ns = now;
 	if (gw_seq_before(tx->sack_hi, una))

@@ -19,6 +19,12 @@
 #define US 1000ull
 #define MS (1000 * US)
 
+/* An ack as a lane gives it: with the lane's smoothed round trip. */
+static void ack(struct gw_cc *cc, uint64_t acked, uint64_t rtt_ns, uint64_t now)
+{
+	gw_cc_on_ack(cc, acked, rtt_ns, rtt_ns ? gw_cc_srtt(cc->srtt_ns, rtt_ns) : cc->srtt_ns, now);
+}
+
 static struct gw_cc fresh(void)
 {
 	struct gw_cc_params p;
@@ -39,7 +45,7 @@ static void test_off_always_sends(void)
 	gw_cc_params_default(&p, MSS);
 	p.on = false;
 	gw_cc_init(&cc, &p);
-	gw_cc_on_ack(&cc, MSS, 100 * US, 1 * MS);
+	ack(&cc, MSS, 100 * US, 1 * MS);
 	gw_cc_on_send(&cc, MSS, 1 * MS);
 	CU_ASSERT(gw_cc_may_send(&cc, 1u << 30, 1 * MS, true));
 	gw_cc_on_loss(&cc, 2 * MS);
@@ -66,18 +72,18 @@ static void test_slow_start_then_additive(void)
 	struct gw_cc cc = fresh();
 	uint64_t w = cc.cwnd;
 
-	gw_cc_on_ack(&cc, MSS, 100 * US, 1 * MS);
+	ack(&cc, MSS, 100 * US, 1 * MS);
 	CU_ASSERT_EQUAL(cc.cwnd, w + MSS); /* slow start: the bytes acked */
 	CU_ASSERT_EQUAL(cc.base_ns, 100 * US);
 	/* 100 us over base + target: cut by 0.8 * 100 / 400, and slow start ends. */
 	w = cc.cwnd;
-	gw_cc_on_ack(&cc, MSS, 400 * US, 2 * MS);
+	ack(&cc, MSS, 400 * US, 2 * MS);
 	CU_ASSERT_EQUAL(cc.cwnd, w - w * 20 / 100);
 	CU_ASSERT(!cc.slow_start);
 	CU_ASSERT_EQUAL(cc.cuts_delay, 1);
 	/* Within the target: one mss per window of acks. */
 	w = cc.cwnd;
-	gw_cc_on_ack(&cc, w, 150 * US, 3 * MS);
+	ack(&cc, w, 150 * US, 3 * MS);
 	CU_ASSERT(cc.cwnd >= w + MSS - 1 && cc.cwnd <= w + MSS);
 	/* A grant below the window limits it. */
 	gw_cc_set_grant(&cc, 2 * MSS);
@@ -127,12 +133,12 @@ static void test_flow_scaling(void)
 	small.cwnd = MSS / 2;
 	large.cwnd = 100 * MSS;
 	/* base 100 us; then 100 us + target + 500 us */
-	gw_cc_on_ack(&small, 0, 100 * US, 1 * MS); /* a sample, nothing released */
-	gw_cc_on_ack(&large, 0, 100 * US, 1 * MS);
+	ack(&small, 0, 100 * US, 1 * MS); /* a sample, nothing released */
+	ack(&large, 0, 100 * US, 1 * MS);
 	uint64_t rtt = 100 * US + p.target_ns + 500 * US;
 	for (uint64_t t = 5 * MS; t < 10 * MS; t += 100 * US) {
-		gw_cc_on_ack(&small, MSS / 64, rtt, t);
-		gw_cc_on_ack(&large, MSS / 64, rtt, t);
+		ack(&small, MSS / 64, rtt, t);
+		ack(&large, MSS / 64, rtt, t);
 	}
 	CU_ASSERT_EQUAL(small.cuts_delay, 0);
 	CU_ASSERT(small.cwnd > MSS / 2);
@@ -144,18 +150,18 @@ static void test_one_cut_per_round_trip(void)
 {
 	struct gw_cc cc = fresh();
 
-	gw_cc_on_ack(&cc, MSS, 100 * US, 1 * MS);
+	ack(&cc, MSS, 100 * US, 1 * MS);
 	uint64_t w = cc.cwnd;
 	gw_cc_on_loss(&cc, 2 * MS);
 	CU_ASSERT_EQUAL(cc.cwnd, w / 2);
 	gw_cc_on_loss(&cc, 2 * MS + 50 * US); /* within srtt: the same episode */
-	gw_cc_on_ack(&cc, MSS, 10 * MS, 2 * MS + 60 * US);
+	ack(&cc, MSS, 10 * MS, 2 * MS + 60 * US);
 	CU_ASSERT_EQUAL(cc.cwnd, w / 2);
 	CU_ASSERT_EQUAL(cc.cuts_loss, 1);
 	CU_ASSERT_EQUAL(cc.cuts_delay, 0);
 	/* A huge delay cuts at most half. */
 	w = cc.cwnd;
-	gw_cc_on_ack(&cc, MSS, 100 * MS, 50 * MS);
+	ack(&cc, MSS, 100 * MS, 50 * MS);
 	CU_ASSERT_EQUAL(cc.cwnd, w - w * 50 / 100);
 	/* Never below cwnd_min. */
 	for (unsigned i = 0; i < 40; i++)
@@ -170,7 +176,7 @@ static void test_pacing(void)
 	/* No round trip yet: no pacing. */
 	gw_cc_on_send(&cc, MSS, 0);
 	CU_ASSERT(gw_cc_may_send(&cc, MSS, 0, true));
-	gw_cc_on_ack(&cc, MSS, 100 * US, 1 * MS);
+	ack(&cc, MSS, 100 * US, 1 * MS);
 	CU_ASSERT_EQUAL(gw_cc_rate(&cc), cc.cwnd * 5 / 4 * 10000);
 	gw_cc_on_send(&cc, MSS, 1 * MS);
 	uint64_t gap = (uint64_t)MSS * 100 * US * 4 / (cc.cwnd * 5);
@@ -204,20 +210,20 @@ static void test_standing(void)
 	cc.cwnd = 100 * MSS;
 	uint64_t t = 1 * MS;
 	for (unsigned i = 0; i < 8; i++, t += 20 * US)
-		gw_cc_on_ack(&cc, MSS, 100 * US, t);
-	gw_cc_on_ack(&cc, MSS, 2 * MS, t); /* late, among prompt ones */
+		ack(&cc, MSS, 100 * US, t);
+	ack(&cc, MSS, 2 * MS, t); /* late, among prompt ones */
 	CU_ASSERT_EQUAL(cc.cuts_delay, 0);
 	/* A queue: every sample high, for longer than half a round trip. */
 	for (unsigned i = 0; i < 40; i++, t += 100 * US)
-		gw_cc_on_ack(&cc, MSS, 2 * MS, t);
+		ack(&cc, MSS, 2 * MS, t);
 	CU_ASSERT(cc.cuts_delay >= 1);
 	CU_ASSERT(cc.cwnd < 100 * MSS);
 	/* A small window cuts on its own sample: it hears too few. */
 	struct gw_cc small = fresh();
 	small.slow_start = false;
 	small.cwnd = 4 * MSS;
-	gw_cc_on_ack(&small, MSS, 100 * US, 1 * MS);
-	gw_cc_on_ack(&small, MSS, 2 * MS, 1 * MS + 20 * US);
+	ack(&small, MSS, 100 * US, 1 * MS);
+	ack(&small, MSS, 2 * MS, 1 * MS + 20 * US);
 	CU_ASSERT_EQUAL(small.cuts_delay, 1);
 }
 
@@ -226,12 +232,12 @@ static void test_base_window(void)
 	struct gw_cc cc = fresh();
 	uint64_t win = cc.p.base_window_ns;
 
-	gw_cc_on_ack(&cc, MSS, 100 * US, 1);
-	gw_cc_on_ack(&cc, MSS, 300 * US, win / 2);
+	ack(&cc, MSS, 100 * US, 1);
+	ack(&cc, MSS, 300 * US, win / 2);
 	CU_ASSERT_EQUAL(cc.base_ns, 100 * US);
-	gw_cc_on_ack(&cc, MSS, 300 * US, win + 1); /* a new window: the last one's min stays */
+	ack(&cc, MSS, 300 * US, win + 1); /* a new window: the last one's min stays */
 	CU_ASSERT_EQUAL(cc.base_ns, 100 * US);
-	gw_cc_on_ack(&cc, MSS, 300 * US, 2 * win + 2); /* two windows on: the path changed */
+	ack(&cc, MSS, 300 * US, 2 * win + 2); /* two windows on: the path changed */
 	CU_ASSERT_EQUAL(cc.base_ns, 300 * US);
 }
 
