@@ -12,20 +12,24 @@
 # retransmitted frames per delivered DATA frame, the switch's drops
 # (tc -s), the receivers' gaps, the latency of both classes. Then the same
 # bytes as N kernel TCP flows (64 KB writes, cubic) through one shaped port,
-# with the segments they sent again (nstat) and the port's drops.
-# Ends with results/bench-incast-<time>/{incast.json,report.txt,incast.png}.
+# with the segments they sent again (nstat) and the port's drops. Last,
+# sharing: one gridwire stream beside one kernel TCP flow through one FIFO
+# port for SHARE_S seconds, under each [cc] control: each one's share of
+# the port and Jain's fairness index of the two (1 = even, 0.5 = one takes
+# all). Ends with results/bench-incast-<time>/{incast.json,report.txt,incast.png}.
 #
 #   scripts/bench_incast.sh [--senders "2 4 8 15"] [--msgs M] [--size S]
 #                           [--rate 400mbit] [--queue 256kb] [--modes "delay off"]
 #                           (a mode delay@US: [cc] target_us US too)
 #                           [--urgent-rate R] [--fifo-at N] [--no-tcp]
+#                           [--share-s S] (0: no sharing runs)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT=$(gw_root)
 BIN=$ROOT/build/app
 senders="2 4 8 15" msgs=200000 size=225 rate=400mbit queue=256kb modes="delay off"
-urgent_rate=1000 tcp=1 fifo_at=8
+urgent_rate=1000 tcp=1 fifo_at=8 share_s=8
 while (($#)); do
     case $1 in
     --senders) senders=$2; shift 2 ;;
@@ -37,6 +41,7 @@ while (($#)); do
     --urgent-rate) urgent_rate=$2; shift 2 ;;
     --no-tcp) tcp=0; shift ;;
     --fifo-at) fifo_at=$2; shift 2 ;;
+    --share-s) share_s=$2; shift 2 ;;
     *) gw_die "bench_incast.sh: unknown option $1 (see the header of scripts/bench_incast.sh)" ;;
     esac
 done
@@ -166,10 +171,58 @@ print(json.dumps({
 PY
 }
 
+# share MODE: one gridwire stream (node 2, [cc] MODE, 4 writers, unpaced) and
+# one kernel TCP flow (node 3) into node 1 through the one FIFO port n1m0.
+share() {
+    local mode=$1
+    gw_log "incast: one gridwire stream ([cc] control=$mode) beside one TCP flow, one FIFO port, $share_s s"
+    local sets=(--set "cc.control=${mode%@*}" --set port.members=mesh0)
+    [[ $mode == *@* ]] && sets+=(--set "cc.target_us=${mode#*@}")
+    gw_mesh_up "$work" 3 "${sets[@]}" >/dev/null
+    shape fifo
+    ip -n gwm1 addr add 10.78.0.1/24 dev mesh0
+    ip -n gwm3 addr add 10.78.0.3/24 dev mesh0
+    ip netns exec gwm1 python3 "$ROOT/scripts/tcp_flows.py" sink 47100 1 >"$work/share-tcp-rx.json" &
+    local tcprx=$!
+    for _ in $(seq 50); do ip netns exec gwm1 ss -ltn | grep -q ':47100 ' && break; sleep 0.1; done
+    ip netns exec gwm1 "$BIN/gw-perf" rx -s /run/gridwire/n1.sock -e share --expect 0 --writers-max 4 \
+        >"$work/share-rx.json" 2>"$work/share-rx.err" &
+    local shrx=$!
+    gw_cleanup_push _gw_stop_pid "$shrx"
+    gw_wait_ready "$work/share-rx.err" "rx ready" "$shrx" "the shared port's receiver"
+    ip netns exec gwm3 python3 "$ROOT/scripts/tcp_flows.py" send 10.78.0.1 47100 "for:$share_s" \
+        >"$work/share-tcp-tx.json" &
+    local tcptx=$!
+    ip netns exec gwm2 "$BIN/gw-perf" tx -s /run/gridwire/n2.sock -n 1 -e share -w 4 -m 0 -z "$size" \
+        --duration "$share_s" >"$work/share-tx.json" 2>"$work/share-tx.err" ||
+        gw_die "incast: the sharing run's gridwire sender failed ($work/share-tx.err)"
+    wait "$tcptx" "$tcprx" || gw_die "incast: the sharing run's TCP flow failed"
+    sleep 1
+    kill -INT "$shrx" 2>/dev/null || true
+    wait "$shrx" || true
+    local k
+    for k in 1 2 3; do _gw_stop_gateway "${GW_MESH_PID[k]}"; done
+    "$ROOT/scripts/mesh.sh" down >/dev/null 2>&1 || true
+    python3 - "$work" "$mode" "$rate_bps" "$size" >"$out/share-$mode.json" <<'PY'
+import json, sys
+work, mode, rate, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+rx = json.load(open(f"{work}/share-rx.json"))
+tcp = json.load(open(f"{work}/share-tcp-rx.json"))
+gw = rx["delivered"] * (size + 16) * 8 / max(rx["elapsed_s"], 1e-9) / rate  # 16: a record's header
+tc = tcp["bytes"] * 8 / max(tcp["elapsed_s"], 1e-9) / rate
+print(json.dumps({"cc": mode, "verified": not rx["duplicates"] and not rx["order_violations"],
+                  "gridwire_share": round(gw, 3), "tcp_share": round(tc, 3),
+                  "jain": round((gw + tc) ** 2 / (2 * (gw * gw + tc * tc)) if gw + tc else 0, 3)}))
+PY
+}
+
 for n in $senders; do
     for mode in $modes; do gridwire "$mode" "$n" prio; done
     ((n == fifo_at)) && gridwire "${modes%% *}" "$n" fifo
     if ((tcp)); then tcp_flows "$n"; fi
 done
+if ((share_s > 0)); then
+    for mode in $modes; do share "$mode"; done
+fi
 python3 "$ROOT/scripts/bench_incast_report.py" "$out" "$rate" "$queue"
 gw_log "incast bench: results in $out"

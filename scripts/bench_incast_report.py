@@ -12,7 +12,9 @@ import sys
 out, rate, queue = sys.argv[1], sys.argv[2], sys.argv[3]
 runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/gw-*.json")) + sorted(glob.glob(f"{out}/tcp-*.json"))]
 runs.sort(key=lambda r: (r["senders"], r["transport"] != "gridwire", r["cc"], r["port"]))
-json.dump({"rate": rate, "queue": queue, "runs": runs}, open(f"{out}/incast.json", "w"), indent=1)
+shares = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/share-*.json"))]
+json.dump({"rate": rate, "queue": queue, "runs": runs, "sharing": shares},
+          open(f"{out}/incast.json", "w"), indent=1)
 
 cols = [("senders", "N"), ("transport", "transport"), ("cc", "cc"), ("port", "port"), ("verified", "ok"),
         ("goodput", "goodput"), ("retrans_per_frame", "retrans/frame"), ("switch_drops", "drops"),
@@ -24,6 +26,12 @@ lines = [f"incast into one node through switch ports of {rate} with a {queue} qu
          "(gridwire: both ports; TCP: one)",
          "  ".join(h.rjust(w[i]) for i, (_, h) in enumerate(cols))]
 lines += ["  ".join(x[i].rjust(w[i]) for i in range(len(cols))) for x in rows]
+if shares:
+    lines += ["", "one gridwire stream beside one kernel TCP flow through one FIFO port "
+              "(shares of the port; Jain's index of the two, 1 = even)",
+              "cc          ok  gridwire  TCP   Jain"]
+    lines += [f"{s['cc']:<10} {str(s['verified']):>3}  {s['gridwire_share']:>8}  {s['tcp_share']:>4}  {s['jain']:>5}"
+              for s in shares]
 open(f"{out}/report.txt", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 

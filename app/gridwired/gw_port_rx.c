@@ -271,6 +271,19 @@ static void rx_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
  * gridwire header's sequence, epoch, node and lane fields or the payload);
  * on every member's frames, or on one member's ([fault] member).
  */
+/*
+ * An 802.1Q tag (a peer's urgent frames with [qos] pcp_urgent, or a
+ * switch's) comes off as a NIC's VLAN strip would take it: every parser
+ * after this one sees the frame as sent untagged.
+ */
+static void untag(struct rte_mbuf *m)
+{
+	const struct rte_ether_hdr *e = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	if (m->data_len >= sizeof(*e) + sizeof(struct rte_vlan_hdr) &&
+	    e->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN))
+		rte_vlan_strip(m);
+}
+
 static void rx_faulty(struct gw_port_rx *prx, struct rte_mbuf *m)
 {
 	struct rte_mbuf *copy;
@@ -334,6 +347,7 @@ bool gw_port_rx_step(struct gw_port_rx *prx, uint64_t now)
 			for (uint16_t i = 0; i < n; i++) {
 				if (i + 1 < n)
 					gw_port_rx_prefetch(rx[i + 1]);
+				untag(rx[i]);
 				if (faults)
 					rx_faulty(prx, rx[i]);
 				else

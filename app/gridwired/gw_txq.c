@@ -170,6 +170,34 @@ struct rte_mbuf *gw_txq_alloc(struct gw_txq *q)
 }
 
 /*
+ * The 802.1Q priority tag of an urgent frame ([qos] pcp_urgent; VLAN id 0,
+ * the port's own VLAN), after the [auth] trailer, which does not cover the
+ * Ethernet header. Written into the frame itself when nobody else holds it
+ * (an ACK, an encrypted copy); a DATA frame that its lane keeps for
+ * sending again goes as a tagged copy (urgent frames are few and small).
+ * Not the NIC's VLAN insert: the software one of af_packet and virtio
+ * refuses a shared mbuf, and drops it.
+ */
+static struct rte_mbuf *tag_urgent(struct gw_txq *q, struct rte_mbuf *m)
+{
+	if (!RTE_MBUF_DIRECT(m) || rte_mbuf_refcnt_read(m) > 1) {
+		struct rte_mbuf *c = rte_pktmbuf_copy(m, q->node->pool, 0, UINT32_MAX);
+		rte_pktmbuf_free(m);
+		if (!c) {
+			q->st->nombuf++;
+			return NULL;
+		}
+		m = c;
+	}
+	m->vlan_tci = (uint16_t)(q->node->cfg->pcp_urgent << 13);
+	if (rte_vlan_insert(&m) < 0) { /* no headroom: not with our pool */
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+/*
  * Queue m (the reference given is the queue's) with its [auth] trailer:
  * added in place (or renewed, for a frame sent again; payload_max left it
  * room), or, in mode encrypt, in an mbuf of its own with the ciphertext.
@@ -195,6 +223,9 @@ static void seal_put(struct gw_txq *q, struct rte_mbuf *m, unsigned cls, uint32_
 		m->data_len = (uint16_t)n;
 		m->pkt_len = (uint32_t)n;
 	}
+	if (cls == GW_CLASS_URGENT && q->node->cfg->pcp_urgent != GW_CONFIG_PCP_OFF &&
+	    !(m = tag_urgent(q, m)))
+		return;
 	gw_txq_put(q, m, cls);
 }
 

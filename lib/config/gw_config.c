@@ -59,7 +59,7 @@ enum {
 	GW_K_KIND, GW_K_MEMBERS, GW_K_BOND_MODE, GW_K_MTU, GW_K_IP, GW_K_UDP_PORT, GW_K_MBUFS,
 	GW_K_WINDOW, GW_K_RTO_MIN, GW_K_RTO_MAX, GW_K_BATCH_MAX, GW_K_HELLO, GW_K_PEER_TIMEOUT,
 	GW_K_CC_CONTROL, GW_K_CC_TARGET,
-	GW_K_DSCP_URGENT, GW_K_DSCP_BULK,
+	GW_K_DSCP_URGENT, GW_K_DSCP_BULK, GW_K_PCP_URGENT,
 	GW_K_RING, GW_K_ARENA_KB, GW_K_MSG_MAX, GW_K_CLIENTS_MAX, GW_K_DEST_BLOCK,
 	GW_K_STRATEGY, GW_K_SPIN_POLLS, GW_K_YIELD_POLLS, GW_K_SLEEP_MAX,
 	GW_K_WORKERS,
@@ -126,6 +126,13 @@ static const struct gw_choice gw_cc_controls[] = {
 	{ NULL, 0 },
 };
 
+static const struct gw_choice gw_pcps[] = {
+	{ "off", GW_CONFIG_PCP_OFF },
+	{ "0", 0 }, { "1", 1 }, { "2", 2 }, { "3", 3 },
+	{ "4", 4 }, { "5", 5 }, { "6", 6 }, { "7", 7 },
+	{ NULL, 0 },
+};
+
 static const struct gw_choice gw_strategies[] = {
 	{ "spin", GW_IDLE_SPIN },
 	{ "backoff", GW_IDLE_BACKOFF },
@@ -182,6 +189,7 @@ static const struct gw_key gw_keys[GW_NKEYS] = {
 	[GW_K_CC_TARGET] = GW_NUM("cc", "target_us", cc_target_us, 10, 100000),
 	[GW_K_DSCP_URGENT] = GW_NUM("qos", "dscp_urgent", dscp_urgent, 0, 63),
 	[GW_K_DSCP_BULK] = GW_NUM("qos", "dscp_bulk", dscp_bulk, 0, 63),
+	[GW_K_PCP_URGENT] = GW_CHOICE("qos", "pcp_urgent", pcp_urgent, gw_pcps),
 	[GW_K_RING] = GW_POW2("chan", "ring", ring_count, 64, 1048576),
 	[GW_K_ARENA_KB] = GW_POW2("chan", "arena_kb", arena_kb, 64, 262144),
 	/* Descriptors carry a 16-bit length. */
@@ -759,6 +767,7 @@ void gw_config_defaults(struct gw_config *cfg)
 	cfg->cc_target_us = 500;
 	cfg->dscp_urgent = 46; /* EF */
 	cfg->dscp_bulk = 0;
+	cfg->pcp_urgent = GW_CONFIG_PCP_OFF;
 	cfg->ring_count = 4096;
 	cfg->arena_kb = 1024;
 	cfg->msg_max = 8192;

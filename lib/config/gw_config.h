@@ -69,6 +69,8 @@ struct gw_config {
 	unsigned cc_target_us;   /* queueing delay aimed at, over the base round trip */
 	/* [qos]: the IP DSCP of each class's frames (and their ACKs) */
 	unsigned dscp_urgent, dscp_bulk;
+	/* and the 802.1Q priority of urgent frames, or GW_CONFIG_PCP_OFF: untagged */
+	unsigned pcp_urgent;
 	/* [chan] */
 	unsigned ring_count;     /* descriptors per direction, power of two */
 	unsigned arena_kb;       /* arena per direction, power of two */
@@ -97,6 +99,9 @@ struct gw_config {
 /* [cc] control: off (the lane window alone), or delay-based (gw_cc.h). */
 #define GW_CONFIG_CC_OFF 0
 #define GW_CONFIG_CC_DELAY 1
+
+/* [qos] pcp_urgent off: urgent frames go untagged, as every other. */
+#define GW_CONFIG_PCP_OFF 8
 
 /* [auth] mode and aead: the values of lib/auth's enums. */
 #define GW_CONFIG_AUTH_AUTHENTICATE 1

@@ -8,8 +8,9 @@
 #     urgent messages: every message arrives once and in order; the
 #     retransmissions, the port's drops and the receiver's gaps are
 #     reported; a capture on the port shows urgent frames with DSCP 46 and
-#     bulk ones with 0, and ACKs from node 1 to the [cc] nodes with grants,
-#     to node 5 without;
+#     an 802.1Q tag of priority 4 (VLAN 0), bulk ones with DSCP 0 and no
+#     tag, and ACKs from node 1 to the [cc] nodes with grants, to node 5
+#     without;
 #  2. the same with [auth] on;
 #  3. node 3's gateway killed (SIGKILL) in the middle: the other senders'
 #     messages all arrive, node 3's a prefix of each writer's, in order;
@@ -25,8 +26,9 @@ rate=200mbit queue=128kb msgs=20000 writers=2 fail=0
 command -v tshark >/dev/null || gw_die "no tshark: ./scripts/gw deps installs it"
 sock() { echo "/run/gridwire/n$1.sock"; }
 
-# mesh ARGS...: five gateways, node 5 with [cc] off, ports toward 1 shaped
-# as PORT (prio).
+# mesh ARGS...: five gateways, nodes 1..4 with [cc] and urgent frames
+# priority-tagged (802.1Q PCP 4), node 5 with neither; ports toward 1
+# shaped as PORT (prio).
 mesh() {
     "$ROOT/scripts/mesh.sh" down >/dev/null 2>&1 || true
     gw_cleanup_push "$ROOT/scripts/mesh.sh" down
@@ -34,7 +36,7 @@ mesh() {
     local k own
     for k in 1 2 3 4 5; do
         : >"$work/n$k.log"
-        own=(--set cc.control=delay)
+        own=(--set cc.control=delay --set qos.pcp_urgent=4)
         ((k == 5)) && own=(--set cc.control=off)
         gw_mesh_start "$work" "$k" "${own[@]}" "$@"
     done
@@ -134,6 +136,14 @@ dscp=$(tshark -r "$work/port.pcapng" -Y "udp.dstport == 47000 && ip.src != 198.1
 echo "DSCP, source port of DATA into node 1: $dscp"
 gw_check "bulk DATA frames carry DSCP 0" grep -q "^0	47000\| 0	47000" <<<"$dscp"
 gw_check "urgent DATA frames carry DSCP 46" grep -Eq "(^| )46	470" <<<"$dscp"
+# Every frame on node 1's ports (both ways) by DSCP, 802.1Q priority and VLAN id.
+pcp=$(tshark -r "$work/port.pcapng" -Y "udp.port == 47000 || udp.srcport >= 47000" \
+    -T fields -e ip.dsfield.dscp -e vlan.priority -e vlan.id 2>/dev/null | sort -u | tr '\t' ,)
+echo "DSCP,PCP,VLAN of frames on node 1's ports:" $pcp
+gw_check "urgent frames and ACKs priority-tagged: PCP 4, VLAN 0" grep -qx "46,4,0" <<<"$pcp"
+gw_check "no urgent frame untagged" test "$(grep -cx "46,," <<<"$pcp")" = 0
+gw_check "bulk frames untagged" grep -qx "0,," <<<"$pcp"
+gw_check "no bulk frame tagged" test "$(grep -cx "0,[0-9],[0-9]*" <<<"$pcp")" = 0
 # ACKs from node 1 (gridwire type 2) toward each node: the grant field is bytes 10-11 of the payload.
 grants=$(tshark -r "$work/port.pcapng" -Y "ip.src == 198.18.0.1 && udp.srcport >= 47000" -T fields \
     -e ip.dst -e udp.payload 2>/dev/null | python3 -c "

@@ -312,6 +312,8 @@ static const struct bad_value bad_values[] = {
 	{ "cc", "target_us", "100001" },
 	{ "qos", "dscp_urgent", "64" },
 	{ "qos", "dscp_bulk", "-1" },
+	{ "qos", "pcp_urgent", "8" },
+	{ "qos", "pcp_urgent", "on" },
 	{ "chan", "ring", "32" },
 	{ "chan", "ring", "100" },
 	{ "chan", "ring", "2097152" },
@@ -432,6 +434,10 @@ static void test_cross_key_errors(void)
 	assert_refused(load_text(&cfg, "[port]\nmembers = a,b\n[fault]\nmember = 2\n", NULL, 0),
 		       "fault member 2: the port has members 0..1");
 	assert_refused(load_text(&cfg, "[fault]\nmember = 9\n", NULL, 0), "[fault] member = 9");
+	/* [qos] pcp_urgent: off (untagged) by default, or a priority. */
+	CU_ASSERT_EQUAL(cfg.pcp_urgent, GW_CONFIG_PCP_OFF);
+	CU_ASSERT_EQUAL(load_text(&cfg, "[qos]\npcp_urgent = 4\n", NULL, 0), 0);
+	CU_ASSERT_EQUAL(cfg.pcp_urgent, 4);
 }
 
 /* A member checker that knows one kind, "ok:", and refuses "ok:" when bond_mode is 2. */
