@@ -416,6 +416,8 @@ static int run_tx(const struct opts *o)
 			drain_rejects(cl, &classes, &led);
 			progress(o, "msgs", i + 1, total, t0);
 		}
+		if (rc == -EINTR && live->stop)
+			break; /* --duration or ^C while waiting for room: the run's end */
 		if (rc < 0)
 			return fail("send", rc);
 		COUNT(sent, 1);
