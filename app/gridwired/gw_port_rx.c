@@ -266,13 +266,7 @@ static void rx_frame(struct gw_port_rx *prx, struct rte_mbuf *m)
 }
 
 /*
- * The [fault] stage: what a lossy, reordering, duplicating link would do,
- * and corruption that only the CRC can catch (a bit flipped in the
- * gridwire header's sequence, epoch, node and lane fields or the payload);
- * on every member's frames, or on one member's ([fault] member).
- */
-/*
- * An 802.1Q tag (a peer's urgent frames with [qos] pcp_urgent, or a
+ * One 802.1Q tag (TPID 0x8100: a peer's urgent frames with [qos] pcp_urgent, or a
  * switch's) comes off as a NIC's VLAN strip would take it: every parser
  * after this one sees the frame as sent untagged.
  */
@@ -284,6 +278,12 @@ static void untag(struct rte_mbuf *m)
 		rte_vlan_strip(m);
 }
 
+/*
+ * The [fault] stage: what a lossy, reordering, duplicating link would do,
+ * and corruption that only the CRC can catch (a bit flipped in the
+ * gridwire header's sequence, epoch, node and lane fields or the payload);
+ * on every member's frames, or on one member's ([fault] member).
+ */
 static void rx_faulty(struct gw_port_rx *prx, struct rte_mbuf *m)
 {
 	struct rte_mbuf *copy;

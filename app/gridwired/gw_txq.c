@@ -174,9 +174,10 @@ struct rte_mbuf *gw_txq_alloc(struct gw_txq *q)
  * the port's own VLAN), after the [auth] trailer, which does not cover the
  * Ethernet header. Written into the frame itself when nobody else holds it
  * (an ACK, an encrypted copy); a DATA frame that its lane keeps for
- * sending again goes as a tagged copy (urgent frames are few and small).
- * Not the NIC's VLAN insert: the software one of af_packet and virtio
- * refuses a shared mbuf, and drops it.
+ * sending again goes as a tagged copy, each time it is sent: a copy of up
+ * to a jumbo frame and one more mbuf in flight per urgent frame (urgent
+ * traffic is the small part). Not the NIC's VLAN insert: the software one
+ * of af_packet and virtio refuses a shared mbuf, and drops it.
  */
 static struct rte_mbuf *tag_urgent(struct gw_txq *q, struct rte_mbuf *m)
 {
@@ -190,7 +191,10 @@ static struct rte_mbuf *tag_urgent(struct gw_txq *q, struct rte_mbuf *m)
 		m = c;
 	}
 	m->vlan_tci = (uint16_t)(q->node->cfg->pcp_urgent << 13);
-	if (rte_vlan_insert(&m) < 0) { /* no headroom: not with our pool */
+	if (rte_vlan_insert(&m) < 0) {
+		/* No headroom: never with our pool's. Counted with the copies
+		 * that found no mbuf; a DATA frame goes again, an ACK anyway. */
+		q->st->nombuf++;
 		rte_pktmbuf_free(m);
 		return NULL;
 	}

@@ -80,6 +80,7 @@ bool gw_cc_may_send(struct gw_cc *cc, uint64_t inflight, uint64_t now, bool coun
 	if (inflight && inflight >= gw_cc_window(cc)) {
 		cc->cwnd_limited += count;
 		cc->due = false;
+		cc->catch_ns = 0;
 		return false;
 	}
 	if (now < cc->next_ns) {
@@ -100,19 +101,21 @@ void gw_cc_on_send(struct gw_cc *cc, uint32_t bytes, uint64_t now)
 	/*
 	 * A lane held by pacing alone was ready from next_ns on: if it was not
 	 * asked again until later (its lcore slept or was descheduled), it
-	 * catches up on the frames it was due, up to a round trip of them
-	 * (the window bounds the burst anyway). On a CPU shared by both
-	 * gateways that lateness cost half the rate. A lane that waited on its
-	 * window or had nothing to send saves nothing: the next gap counts
-	 * from now.
+	 * catches up on the frames it was due, up to a round trip of them, in
+	 * the pass that finds it late (the caller's now is one per pass). On
+	 * a CPU shared by both gateways that lateness cost half the rate. A
+	 * lane that waited on its window, or that ran out of messages while
+	 * catching up, saves nothing: the next gap counts from now.
 	 */
+	bool catching = cc->due || cc->catch_ns == now;
 	uint64_t from = cc->next_ns;
-	if (!cc->due)
+	if (!catching)
 		from = from > now ? from : now;
 	else if (from + cc->srtt_ns < now)
 		from = now - cc->srtt_ns;
 	cc->next_ns = from + gap;
-	cc->due = cc->due && cc->next_ns <= now;
+	cc->due = false;
+	cc->catch_ns = catching && cc->next_ns <= now ? now : 0;
 }
 
 static void gw_cc_sample(struct gw_cc *cc, uint64_t rtt, uint64_t now)
@@ -218,7 +221,7 @@ void gw_cc_on_ack(struct gw_cc *cc, uint64_t acked, uint64_t rtt_ns, uint64_t sr
 			cc->cwnd += add ? add : 1;
 		}
 		gw_cc_clamp(cc);
-	} else if ((stand > limit || cc->cwnd < GW_CC_SMALL_FRAMES * (uint64_t)cc->p.mss) &&
+	} else if ((stand > limit || gw_cc_window(cc) < GW_CC_SMALL_FRAMES * (uint64_t)cc->p.mss) &&
 		   gw_cc_cut(cc, (rtt_ns - limit) * GW_CC_BETA_PCT / rtt_ns, now)) {
 		cc->cuts_delay++;
 	}

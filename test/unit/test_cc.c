@@ -183,20 +183,31 @@ static void test_pacing(void)
 	CU_ASSERT(!gw_cc_may_send(&cc, MSS, 1 * MS + gap - 1, true));
 	CU_ASSERT_EQUAL(cc.paced, 1);
 	CU_ASSERT(gw_cc_may_send(&cc, MSS, 1 * MS + gap, true));
-	/* Held by pacing, then asked late (the lcore was away): it catches
-	 * up on what it was due, up to a round trip of it. */
-	gw_cc_on_send(&cc, MSS, 1 * MS + 3 * gap);
+	/* Held by pacing, then asked late (the lcore was away): in the pass
+	 * that finds it late it catches up on what it was due... */
+	uint64_t t = 1 * MS + 3 * gap;
+	gw_cc_on_send(&cc, MSS, t);
 	CU_ASSERT_EQUAL(cc.next_ns, 1 * MS + 2 * gap);
-	CU_ASSERT(cc.due);
+	gw_cc_on_send(&cc, MSS, t);
+	CU_ASSERT_EQUAL(cc.next_ns, 1 * MS + 3 * gap);
+	gw_cc_on_send(&cc, MSS, t);
+	CU_ASSERT_EQUAL(cc.next_ns, 1 * MS + 4 * gap); /* caught up */
+	CU_ASSERT(!gw_cc_may_send(&cc, MSS, t, true));
+	/* ...up to a round trip of it... */
 	gw_cc_on_send(&cc, MSS, 5 * MS);
 	CU_ASSERT_EQUAL(cc.next_ns, 5 * MS - 100 * US + gap);
+	/* ...and not after: it ran out of messages in that pass, and the next
+	 * ones, later, go from then (a 64-frame window once went back to back
+	 * after 10 ms idle). */
+	gw_cc_on_send(&cc, MSS, 6 * MS);
+	CU_ASSERT_EQUAL(cc.next_ns, 6 * MS + gap);
 	/* Held by its window: nothing saved, the next gap counts from now (a
 	 * quarter of a round trip of credit there made the simulated port
 	 * drop 1.2 % of 8 senders' frames, not 0.16 %). */
-	CU_ASSERT(!gw_cc_may_send(&cc, cc.cwnd, 6 * MS, true));
-	CU_ASSERT(!cc.due);
-	gw_cc_on_send(&cc, MSS, 7 * MS);
-	CU_ASSERT_EQUAL(cc.next_ns, 7 * MS + gap);
+	CU_ASSERT(!gw_cc_may_send(&cc, MSS, 6 * MS + gap - 1, true));
+	CU_ASSERT(!gw_cc_may_send(&cc, cc.cwnd, 7 * MS, true));
+	gw_cc_on_send(&cc, MSS, 8 * MS);
+	CU_ASSERT_EQUAL(cc.next_ns, 8 * MS + gap);
 }
 
 /* A large window cuts on the standing round trip (the least of about half
@@ -472,12 +483,6 @@ static void sim_run(const struct sim_cfg *c, struct sim_out *o)
 		gw_lane_rx_fini(&rx[s]);
 	}
 	o->jain = sq > 0 ? sum * sum / (c->senders * sq) : 0;
-	if (getenv("SIM_DEBUG"))
-		printf("\n    [s0: cwnd %lu, srtt %lu us, base %lu us, cuts %lu delay %lu loss, paced %lu, cwnd_limited %lu]",
-		       (unsigned long)tx[0].cc.cwnd, (unsigned long)tx[0].cc.srtt_ns / 1000,
-		       (unsigned long)tx[0].cc.base_ns / 1000, (unsigned long)tx[0].cc.cuts_delay,
-		       (unsigned long)tx[0].cc.cuts_loss, (unsigned long)tx[0].cc.paced,
-		       (unsigned long)tx[0].cc.cwnd_limited);
 	printf("\n    %u senders, %.0f Mbit/s, %.0f KB queue, cc %s%s: goodput %.3f, sent %lu, "
 	       "dropped %lu (%.2f%%), retrans %lu (%.2f%%), jain %.3f, max queue %lu KB ",
 	       c->senders, c->rate_bps / 1e6, c->buf_bytes / 1e3, c->cc_on ? "on" : "off",
@@ -520,6 +525,27 @@ static void test_sim_incast_15(void)
 	sim_run(&c, &o);
 	CU_ASSERT(o.goodput >= 0.8);
 	CU_ASSERT(o.dropped * 50 <= o.sent);
+	CU_ASSERT(o.jain >= 0.95);
+}
+
+/* The same with every sender's lcore away half the time (1 ms in 2, from
+ * phases of their own), as on a host whose CPUs the gateways share: acks
+ * wait for their lane, lanes catch up on waking. 15 senders drop about
+ * 3 % here (2.7 % without the catching up): the bound is that, not the
+ * 2 % of an always-present CPU. */
+static void test_sim_incast_shared_cpu(void)
+{
+	struct sim_cfg c = incast(8, true, true);
+	struct sim_out o;
+
+	c.present_ns = c.away_ns = 1 * MS;
+	sim_run(&c, &o);
+	CU_ASSERT(o.dropped * 100 <= o.sent);
+	CU_ASSERT(o.jain >= 0.95);
+	c = incast(15, true, true);
+	c.present_ns = c.away_ns = 1 * MS;
+	sim_run(&c, &o);
+	CU_ASSERT(o.dropped * 25 <= o.sent);
 	CU_ASSERT(o.jain >= 0.95);
 }
 
@@ -615,6 +641,7 @@ int main(void)
 		{ "base round trip over two windows", test_base_window },
 		{ "sim: 8 into a 400 Mbit/s port", test_sim_incast_8 },
 		{ "sim: 15 into a 400 Mbit/s port", test_sim_incast_15 },
+		{ "sim: 8 and 15 on a shared CPU", test_sim_incast_shared_cpu },
 		{ "sim: 8 without control overflow it", test_sim_incast_without_cc },
 		{ "sim: grants drop less of 15", test_sim_incast_grants },
 		{ "sim: beside a loss-based flow, each about half", test_sim_beside_tcp },
