@@ -203,6 +203,8 @@ share() {
     local k
     for k in 1 2 3; do _gw_stop_gateway "${GW_MESH_PID[k]}"; done
     "$ROOT/scripts/mesh.sh" down >/dev/null 2>&1 || true
+    mkdir -p "$out/share-$mode"
+    cp "$work"/n*.json "$out/share-$mode/" # each gateway's counters
     python3 - "$work" "$mode" "$rate_bps" "$size" >"$out/share-$mode.json" <<'PY'
 import json, sys
 work, mode, rate, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -210,9 +212,13 @@ rx = json.load(open(f"{work}/share-rx.json"))
 tcp = json.load(open(f"{work}/share-tcp-rx.json"))
 gw = rx["delivered"] * (size + 16) * 8 / max(rx["elapsed_s"], 1e-9) / rate  # 16: a record's header
 tc = tcp["bytes"] * 8 / max(tcp["elapsed_s"], 1e-9) / rate
+snd, sink = json.load(open(f"{work}/n2.json")), json.load(open(f"{work}/n1.json"))
 print(json.dumps({"cc": mode, "verified": not rx["duplicates"] and not rx["order_violations"],
                   "gridwire_share": round(gw, 3), "tcp_share": round(tc, 3),
-                  "jain": round((gw + tc) ** 2 / (2 * (gw * gw + tc * tc)) if gw + tc else 0, 3)}))
+                  "jain": round((gw + tc) ** 2 / (2 * (gw * gw + tc * tc)) if gw + tc else 0, 3),
+                  "retrans": snd["retrans"], "cc_cuts_delay": snd.get("cc_cuts_delay", 0),
+                  "cc_cuts_loss": snd.get("cc_cuts_loss", 0), "rx_gaps": sink.get("rx_gaps", 0),
+                  "budget_cuts": sink.get("cc_budget_cuts", 0)}))
 PY
 }
 
