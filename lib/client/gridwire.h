@@ -13,6 +13,9 @@
  * [proto] peer_timeout_ms + [chan] dest_block_ms (1.1 s by default) of the
  * gateway taking it from the channel, on a working link (doc/api.md, "What
  * a send promises"), and at once with -EPIPE if the gateway dies first.
+ * A REJECT needs room in this client's channel: one that reads nothing for
+ * dest_block_ms while REJECTs wait for it loses them (its gateway counts
+ * them, rejects_lost).
  *
  * On top of messages, ecall's vocabulary (see "Services and calls" below):
  * a client offers named services; others cast to them (one way) or call
