@@ -193,10 +193,32 @@ share() {
     ip netns exec gwm3 python3 "$ROOT/scripts/tcp_flows.py" send 10.78.0.1 47100 "for:$share_s" \
         >"$work/share-tcp-tx.json" &
     local tcptx=$!
+    # Node 2's lanes to node 1, 4 times a second (window, grant, round
+    # trips, competing): what the controller did beside TCP.
+    python3 - "$ROOT/app/gwctl/gwctl" "$share_s" >"$out/share-$mode-lanes.jsonl" <<'PY' &
+import json, subprocess, sys, time
+gwctl, secs = sys.argv[1], float(sys.argv[2])
+t0 = time.time()
+while time.time() - t0 < secs:
+    q = lambda c: json.loads(subprocess.run([gwctl, "-n", "n2", "raw", c], capture_output=True,
+                                            text=True, timeout=5).stdout or "null")
+    try:
+        for lane in q("/gridwire/lanes") or []:
+            r = q(f"/gridwire/lane,{lane}")
+            if isinstance(r, dict) and r.get("peer") == 1:
+                print(json.dumps({"t": round(time.time() - t0, 2), **{k: v for k, v in r.items()
+                      if k.startswith("cc_") or k in ("lane", "class", "srtt_us", "tx_inflight", "tx_retrans")}}), flush=True)
+    except (ValueError, subprocess.SubprocessError):
+        pass
+    time.sleep(0.25)
+PY
+    local sampler=$!
     ip netns exec gwm2 "$BIN/gw-perf" tx -s /run/gridwire/n2.sock -n 1 -e share -w 4 -m 0 -z "$size" \
         --duration "$share_s" >"$work/share-tx.json" 2>"$work/share-tx.err" ||
         gw_die "incast: the sharing run's gridwire sender failed ($work/share-tx.err)"
-    wait "$tcptx" "$tcprx" || gw_die "incast: the sharing run's TCP flow failed"
+    wait "$tcptx" || gw_die "incast: the sharing run's TCP sender failed"
+    wait "$tcprx" || gw_die "incast: the sharing run's TCP sink failed"
+    wait "$sampler" || true
     sleep 1
     kill -INT "$shrx" 2>/dev/null || true
     wait "$shrx" || true
