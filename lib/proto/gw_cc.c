@@ -46,8 +46,8 @@ void gw_cc_init(struct gw_cc *cc, const struct gw_cc_params *p)
 	gw_cc_clamp(cc);
 	cc->grant = UINT64_MAX;
 	cc->slow_start = true;
-	cc->base_cur_ns = cc->base_prev_ns = cc->base_ns = UINT64_MAX;
-	cc->stand_cur_ns = cc->stand_prev_ns = UINT64_MAX;
+	cc->base_ns = UINT64_MAX;
+	cc->base = cc->stand = (struct gw_cc_min){ .cur = UINT64_MAX, .prev = UINT64_MAX };
 }
 
 /* At most one cut per round trip: the signal of one overshoot reaches
@@ -118,34 +118,27 @@ void gw_cc_on_send(struct gw_cc *cc, uint32_t bytes, uint64_t now)
 	cc->catch_ns = catching && cc->next_ns <= now ? now : 0;
 }
 
-static void gw_cc_sample(struct gw_cc *cc, uint64_t rtt, uint64_t now)
+static uint64_t gw_cc_min_add(struct gw_cc_min *m, uint64_t v, uint64_t now, uint64_t period)
 {
-	/* Two windows of minima: a base that rose (a new path) is taken
-	 * within two windows, and one window's gap never loses it. */
-	if (now - cc->base_since_ns >= cc->p.base_window_ns) {
-		cc->base_prev_ns = cc->base_cur_ns;
-		cc->base_cur_ns = UINT64_MAX;
-		cc->base_since_ns = now;
+	if (now - m->since_ns >= period) {
+		m->prev = m->cur;
+		m->cur = UINT64_MAX;
+		m->since_ns = now;
 	}
-	if (rtt < cc->base_cur_ns)
-		cc->base_cur_ns = rtt;
-	cc->base_ns = cc->base_cur_ns < cc->base_prev_ns ? cc->base_cur_ns : cc->base_prev_ns;
-	/* The standing round trip, after Copa: the smallest of the last half
-	 * round trip or so (two buckets of srtt/2). A queue that stands
-	 * raises every sample; a host whose lcores share CPUs raises some
-	 * (an ack heard late because the lcore was away) and not the least. */
-	if (now - cc->stand_since_ns >= cc->srtt_ns / 2) {
-		cc->stand_prev_ns = cc->stand_cur_ns;
-		cc->stand_cur_ns = UINT64_MAX;
-		cc->stand_since_ns = now;
-	}
-	if (rtt < cc->stand_cur_ns)
-		cc->stand_cur_ns = rtt;
+	if (v < m->cur)
+		m->cur = v;
+	return m->cur < m->prev ? m->cur : m->prev;
 }
 
-static uint64_t gw_cc_standing(const struct gw_cc *cc)
+static void gw_cc_sample(struct gw_cc *cc, uint64_t rtt, uint64_t now)
 {
-	return cc->stand_cur_ns < cc->stand_prev_ns ? cc->stand_cur_ns : cc->stand_prev_ns;
+	/* The base: a path whose round trip rose is taken within two windows. */
+	cc->base_ns = gw_cc_min_add(&cc->base, rtt, now, cc->p.base_window_ns);
+	/* The standing round trip, after Copa: the smallest of the last half
+	 * round trip or so. A queue that stands raises every sample; a host
+	 * whose lcores share CPUs raises some (an ack heard late because the
+	 * lcore was away) and not the least. */
+	cc->stand_ns = gw_cc_min_add(&cc->stand, rtt, now, cc->srtt_ns / 2);
 }
 
 static uint64_t gw_cc_isqrt(uint64_t x)
@@ -199,7 +192,7 @@ void gw_cc_on_ack(struct gw_cc *cc, uint64_t acked, uint64_t rtt_ns, uint64_t sr
 	/* Grow on a sample under the limit; cut only when the standing round
 	 * trip is over it too (a queue, not an ack heard late); between the
 	 * two, hold. */
-	uint64_t stand = gw_cc_standing(cc);
+	uint64_t stand = cc->stand_ns;
 	/* How often lately the round trip was over the limit (in 1/1024, an
 	 * average over about 32 samples). Lanes that answer delay keep the
 	 * queue near it, about half the time over; a queue that stays over

@@ -60,13 +60,19 @@ struct gw_cc_params {
 	uint64_t base_window_ns; /* how long a base round-trip sample counts */
 };
 
+/* The smallest sample of this period and the last (two buckets): a minimum
+ * that follows a rise within two periods, and never loses one to a gap. */
+struct gw_cc_min {
+	uint64_t cur, prev, since_ns;
+};
+
 struct gw_cc {
 	struct gw_cc_params p;
 	uint64_t cwnd;         /* bytes */
 	uint64_t srtt_ns;      /* the lane's, as of the last ack */
 	uint64_t base_ns;      /* smallest sample of this and the last base window */
-	uint64_t base_cur_ns, base_prev_ns, base_since_ns;
-	uint64_t stand_cur_ns, stand_prev_ns, stand_since_ns; /* standing round trip */
+	uint64_t stand_ns;     /* standing round trip: the smallest of the last srtt/2 or so */
+	struct gw_cc_min base, stand; /* base_window_ns periods; srtt/2: the standing round trip */
 	uint32_t over;         /* share of recent samples over the limit, in 1/1024 */
 	bool competing;        /* the queue stays up whatever we do: loss alone cuts */
 	uint64_t last_cut_ns;  /* last decrease (0: none yet: slow start) */
