@@ -177,14 +177,18 @@ lcore_frames() { # HOST GATEWAY LCORE: data frames that lcore took
 }
 
 gw_log "a verified run A -> B, with dpdk-dumpcap on A"
-in_a "setsid timeout 90 dpdk-dumpcap --file-prefix=gw-host-a -i net_bonding0 -s 9100 -c 40 \
+# stdbuf: "Capturing on" goes to stdout once the primary has the capture
+# callbacks; into a file it would wait in stdio's buffer until exit.
+in_a "setsid timeout 600 stdbuf -oL dpdk-dumpcap --file-prefix=gw-host-a -i net_bonding0 -s 9100 -c 40 \
     -f 'udp and greater 1000' -w /gw/a.pcapng >/gw/dumpcap.log 2>&1 </dev/null &"
-# Until it captures (a fixed 5 s was too short for a guest on a loaded
+# Until it captures (a fixed wait was too short for a guest on a loaded
 # machine: it attached after the run and caught only HELLOs and ACKs).
-for _ in $(seq 600); do
+for _ in $(seq 1200); do
     grep -q "Capturing on" "$STATE/A/share/dumpcap.log" 2>/dev/null && break
     sleep 0.1
 done
+grep -q "Capturing on" "$STATE/A/share/dumpcap.log" 2>/dev/null ||
+    bad "dpdk-dumpcap on A not capturing after 120 s: $(tail -3 "$STATE/A/share/dumpcap.log" 2>/dev/null)"
 r0=$(lcore_frames B host-b 3) r1=$(lcore_frames B host-b 4)
 run_start verified
 run_check verified "a verified run A -> B over the emulated NICs"
