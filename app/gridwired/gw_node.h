@@ -79,7 +79,7 @@ struct gw_counters {
 	uint64_t msgs_out, msgs_in, msgs_local;
 	uint64_t bad_frames, bad_crc, not_ours, unknown_peer;
 	uint64_t dup_frames, redundant_frames, beyond_window, retrans;
-	uint64_t rejects_sent, rejects_lost, reject_unknown_ep, reject_dest_full;
+	uint64_t rejects_sent, rejects_lost, rejects_lost_told, reject_unknown_ep, reject_dest_full;
 	uint64_t nombuf, tx_stalls, tx_copies_dropped, clients_broken, clients_refused;
 	uint64_t auth_forged, auth_replayed, auth_unknown_key, auth_truncated, auth_wrong_mode;
 	uint64_t auth_unsealed, auth_throttled;

@@ -175,6 +175,16 @@ static bool reject_hold(struct gw_receiver *rv, struct gw_client *cl)
 			       gw_chan_rx_read_pos(&cl->chan, rv->id));
 }
 
+/* A REJECT for cl could not wait longer for cl to read (gw_deliver_owed):
+ * dropped, and counted in cl's channel so that cl is told how many
+ * (GW_MSG_LOST). */
+static void reject_drop(struct gw_receiver *rv, struct gw_client *cl)
+{
+	rv->st->rejects_lost++;
+	rv->st->rejects_lost_told++;
+	gw_chan_reject_lost(&cl->chan, rv->id);
+}
+
 /* A REJECT for one of our clients (of a message for node): into its channel. */
 static int deliver_reject(struct gw_receiver *rv, uint16_t node, uint16_t chan_id, uint32_t ep,
 			  uint32_t msg_id, int err, struct gw_client **dst)
@@ -215,7 +225,7 @@ static int reject_queue(struct gw_receiver *rv, uint16_t node, const struct gw_r
 		} else if (reject_hold(rv, cl)) {
 			return -EAGAIN;
 		} else {
-			rv->st->rejects_lost++; /* the sender stopped reading */
+			reject_drop(rv, cl); /* the sender stopped reading */
 		}
 		return 0;
 	}
@@ -316,7 +326,7 @@ static bool deliver_frame(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 				break;
 			}
 			if (r.kind != GW_RK_MSG) {
-				rv->st->rejects_lost++; /* its sender stopped reading */
+				reject_drop(rv, cl); /* its sender stopped reading */
 			} else if ((rc = reject_queue(rv, src, &r, -ENOBUFS)) == 0) {
 				rv->st->reject_dest_full++;
 			} else if (rc == -EAGAIN || reject_wait(rv, held_ns)) {

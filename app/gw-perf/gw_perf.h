@@ -15,6 +15,7 @@
 struct opts {
 	const char *sock, *endpoint;
 	unsigned node, writers, size, id_base, writers_max, idle_timeout, linger_ms, stall_s, delay_ms;
+	unsigned deaf_ms; /* tx: read nothing for this long after the last send */
 	uint64_t delay_count;
 	const char *ledger; /* tx: rejected messages; rx: received ones (bitmaps) */
 	const char *timeline; /* rx: messages and latency per 100 ms, as CSV */
@@ -34,7 +35,7 @@ struct opts {
 /* What a run has done so far; a run ends early when stop is set. */
 struct perf_live {
 	volatile int stop;
-	uint64_t sent, eagain, rejected, received, requests, calls_ok, calls_failed;
+	uint64_t sent, eagain, rejected, lost, received, requests, calls_ok, calls_failed;
 };
 extern struct perf_live *live;
 

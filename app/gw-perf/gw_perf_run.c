@@ -269,9 +269,13 @@ static int classes_init(struct perf_classes *c, const struct opts *o)
 	return 0;
 }
 
-/* Count REJECTs waiting for us; they name sends that were not delivered. */
+/* Count REJECTs waiting for us; they name sends that were not delivered
+ * (a LOST says how many more were not, unnamed). */
+static bool deaf; /* tx --deaf-ms: reading nothing (yet) */
 static void drain_rejects(struct gw_client *cl, const struct perf_classes *c, struct ledger *l)
 {
+	if (deaf)
+		return;
 	struct gw_msg m;
 	uint64_t n = 0;
 	while (gw_recv(cl, &m, 0) == 0)
@@ -284,6 +288,12 @@ static void drain_rejects(struct gw_client *cl, const struct perf_classes *c, st
 			if (l->bits && c->n[k])
 				ledger_set(l, c->of[k][id % c->n[k]], id / c->n[k]);
 			n++;
+		} else if (m.kind == GW_MSG_LOST) {
+			uint64_t k;
+			memcpy(&k, m.data, sizeof(k));
+			fprintf(stderr, "gw-perf: %" PRIu64 " messages not delivered, their REJECTs "
+				"dropped: we read nothing while they waited\n", k);
+			COUNT(lost, k);
 		}
 	COUNT(rejected, n);
 }
@@ -354,6 +364,7 @@ static int run_tx(const struct opts *o)
 	struct perf_classes classes = { 0 };
 	if (classes_init(&classes, o) < 0)
 		return fail("memory", -ENOMEM);
+	deaf = o->deaf_ms != 0;
 	double c0 = cpu_s();
 	uint64_t t0 = now_ns(), pace_t0 = t0, pace_i0 = 0, pace_rate = 0, pdue = t0;
 	struct perf_stamp stamp = { 0 };
@@ -434,6 +445,11 @@ static int run_tx(const struct opts *o)
 	uint64_t t1 = now_ns();
 	if (rc < 0)
 		return fail("flush", rc);
+	if (deaf) {
+		nanosleep(&(struct timespec){ .tv_sec = o->deaf_ms / 1000,
+					      .tv_nsec = o->deaf_ms % 1000 * 1000000l }, NULL);
+		deaf = false;
+	}
 	drain_rejects(cl, &classes, &led);
 	for (uint64_t end = now_ns() + o->linger_ms * 1000000ull; now_ns() < end;) {
 		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
@@ -446,12 +462,13 @@ static int run_tx(const struct opts *o)
 	free(classes.of[1]);
 	double el = (double)(t1 - t0) / 1e9;
 	printf("{\"role\":\"tx\",\"sent\":%" PRIu64 ",\"rejected\":%" PRIu64
-	       ",\"refused_retries\":%" PRIu64 ",\"eagain\":%" PRIu64
+	       ",\"lost\":%" PRIu64 ",\"refused_retries\":%" PRIu64 ",\"eagain\":%" PRIu64
 	       ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f}\n",
-	       total, live->rejected, refused, live->eagain, el, (double)total / el, cpu_s() - c0);
+	       total, live->rejected, live->lost, refused, live->eagain, el, (double)total / el,
+	       cpu_s() - c0);
 	gw_close(cl);
 	free(buf);
-	return live->rejected ? 1 : 0;
+	return live->rejected || live->lost ? 1 : 0;
 }
 
 static int run_rx(const struct opts *o)

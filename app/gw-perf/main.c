@@ -4,7 +4,7 @@
  *
  *   gw-perf tx -s SOCK -n NODE -e EP[,EP...] [-w WRITERS] [-m MSGS] [-z SIZE]
  *              [--id-base N] [--rate MSGS_PER_S] [--linger-ms MS]
- *              [--retry-unreachable] [--ledger FILE]
+ *              [--retry-unreachable] [--ledger FILE] [--deaf-ms MS]
  *   gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N] [--idle-timeout S]
  *              [--stall-s S] [--delay-ms MS [--delay-count N]] [--reconnect]
  *              [-m MSGS --ledger FILE] [--timeline FILE]
@@ -35,7 +35,9 @@
  * tx: WRITERS logical senders take turns; each sends MSGS messages of SIZE
  * bytes carrying (writer id, sequence number), writer w to endpoint
  * w % (number of endpoints). REJECTs (messages not delivered) are counted;
- * --linger-ms keeps listening for late ones. rx: checks that every
+ * --linger-ms keeps listening for late ones; --deaf-ms reads nothing from
+ * the first send until MS after the last (a sender kept from reading: its
+ * gateway drops the REJECTs it cannot hold and says how many: lost). rx: checks that every
  * writer's messages arrive exactly once and in order; --stall-s registers
  * and then reads nothing for S seconds (a stopped destination); --delay-ms
  * reads one message per MS milliseconds (a slow one), for the first N
@@ -73,7 +75,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: gw-perf tx -s SOCK -n NODE -e EP[,EP...] [-w WRITERS] [-m MSGS] [-z SIZE]\n"
 		   "                 [--id-base N] [--rate MSGS_PER_S] [--linger-ms MS]\n"
-		   "                 [--retry-unreachable] [--ledger FILE]\n"
+		   "                 [--retry-unreachable] [--ledger FILE] [--deaf-ms MS]\n"
 		   "       gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N]\n"
 		   "                 [--idle-timeout S] [--stall-s S]\n"
 		   "                 [--delay-ms MS [--delay-count N]] [--reconnect]\n"
@@ -120,7 +122,7 @@ int main(int argc, char **argv)
 		{ "stats-period", 1, NULL, 'P' }, { "burst", 1, NULL, 'B' },
 		{ "duration", 1, NULL, 'u' }, { "timeline", 1, NULL, 'Y' },
 		{ "urgent", 0, NULL, 'G' }, { "urgent-every", 1, NULL, 'K' },
-		{ "poisson", 0, NULL, 'p' }, { 0 },
+		{ "poisson", 0, NULL, 'p' }, { "deaf-ms", 1, NULL, 'F' }, { 0 },
 	};
 	int c;
 	optind = 2;
@@ -138,6 +140,7 @@ int main(int argc, char **argv)
 		case 'W': o.writers_max = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 't': o.idle_timeout = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'l': o.linger_ms = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'F': o.deaf_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'S': o.stall_s = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'd': o.delay_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'D': o.delay_count = strtoull(optarg, NULL, 0); break;

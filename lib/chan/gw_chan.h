@@ -51,7 +51,7 @@
 #include "gw_wire.h" /* enum gw_class */
 
 #define GW_CHAN_MAGIC 0x4e414843u /* "CHAN" */
-#define GW_CHAN_VERSION 5
+#define GW_CHAN_VERSION 6
 #define GW_CHAN_CPU_NONE UINT32_MAX /* rx_wait_cpu: not known (yet) */
 #define GW_MAX_NODES 256
 #define GW_CHAN_BURST 32
@@ -107,6 +107,13 @@ struct gw_chan_rx_tail {
 	alignas(64) volatile uint32_t tail; /* RX arena bytes before it may be reused */
 };
 
+/* The gateway's count of REJECTs for this client that it had to drop from
+ * one RX part (the client read nothing while they waited: gw_deliver_owed),
+ * on a line of its own, so the client can be told how many (gw_recv). */
+struct gw_chan_rx_lost {
+	alignas(64) volatile uint64_t rejects;
+};
+
 /*
  * The gateway's liveness, for a client to ask on every send at the cost of
  * a load: one page per gateway, sealed (F_SEAL_FUTURE_WRITE) so that
@@ -145,6 +152,7 @@ struct gw_chan_shm {
 	 * it alone still work. */
 	volatile uint32_t rx_wait_cpu;
 	struct gw_chan_rx_tail rx_tail[GW_CHAN_RX_MAX];
+	struct gw_chan_rx_lost rx_lost[GW_CHAN_RX_MAX];
 };
 
 /* Sizing of a new channel. */
@@ -168,6 +176,9 @@ struct gw_chan_rx {
 	uint32_t pos;        /* gateway: its position in the ring */
 	uint32_t cons_cache; /* gateway: the client's ring position as last read */
 	uint64_t delivered, full; /* gateway: into it, and refused for lack of room */
+	/* REJECTs dropped (gw_chan_rx_lost): gateway, its count; client, the
+	 * part of it already reported */
+	uint64_t lost;
 	/* client: bytes released, and the part of them published in rx_tail */
 	uint32_t done, published;
 	bool unpublished;
@@ -307,6 +318,10 @@ void gw_chan_settle(struct gw_chan *c, unsigned cls, uint32_t below);
  */
 int gw_chan_deliver(struct gw_chan *c, unsigned part, struct gw_chan_desc d, const void *data);
 
+/* A REJECT for the client could not go into part `part` and is dropped:
+ * count it where the client will read it (gw_chan_lost_take). */
+void gw_chan_reject_lost(struct gw_chan *c, unsigned part);
+
 /*
  * Did the client last go to sleep for RX on CPU cpu? A receiver on that
  * CPU may leave it asleep while it has more to deliver: waking it there
@@ -383,6 +398,10 @@ int gw_chan_recv(struct gw_chan *c, struct gw_chan_desc *d, const uint8_t **data
 /* Release what gw_chan_recv returned, before the next gw_chan_recv: the
  * release goes to the part that receive came from. */
 void gw_chan_recv_done(struct gw_chan *c, const struct gw_chan_desc *d);
+
+/* REJECTs the gateway dropped for this client since the last call: that
+ * many of its sends were not delivered (0 mostly: one load per part). */
+uint64_t gw_chan_lost_take(struct gw_chan *c);
 
 /* Has the gateway closed the control socket (it died or cut us off)? */
 bool gw_chan_gateway_gone(const struct gw_chan *c);

@@ -249,6 +249,17 @@ bool gw_chan_gateway_lives(const struct gw_chan *c)
 	return !c->alive || (__atomic_load_n(c->alive, __ATOMIC_ACQUIRE) & 0x3fffffffu) != 0;
 }
 
+uint64_t gw_chan_lost_take(struct gw_chan *c)
+{
+	uint64_t n = 0;
+	for (unsigned p = 0; p < c->rx_parts; p++) {
+		uint64_t v = __atomic_load_n(&c->shm->rx_lost[p].rejects, __ATOMIC_ACQUIRE);
+		n += v - c->rx[p].lost;
+		c->rx[p].lost = v;
+	}
+	return n;
+}
+
 bool gw_chan_gateway_gone(const struct gw_chan *c)
 {
 	if (!gw_chan_gateway_lives(c))

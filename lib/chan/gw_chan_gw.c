@@ -420,6 +420,12 @@ static void wake_if_waiting(struct gw_chan *c)
 	}
 }
 
+void gw_chan_reject_lost(struct gw_chan *c, unsigned part)
+{
+	/* Its own count, stored: the gateway never reads the region back. */
+	__atomic_store_n(&c->shm->rx_lost[part].rejects, ++c->rx[part].lost, __ATOMIC_RELEASE);
+}
+
 void gw_chan_wake(struct gw_chan *c)
 {
 	/* Pairs with the fence in gw_chan_wait: we see its flag, or it sees

@@ -300,6 +300,21 @@ static bool translate(struct gw_client *cl, const struct gw_chan_desc *d, const 
 	return true;
 }
 
+/* GW_MSG_LOST, if the gateway dropped REJECTs for us since we last looked. */
+static bool lost_report(struct gw_client *cl, struct gw_msg *m)
+{
+	uint64_t n = gw_chan_lost_take(&cl->chan);
+	if (!n)
+		return false;
+	cl->lost = n;
+	memset(m, 0, sizeof(*m));
+	m->kind = GW_MSG_LOST;
+	m->data = &cl->lost;
+	m->len = sizeof(cl->lost);
+	m->error = -ENOBUFS;
+	return true;
+}
+
 /*
  * The next event not kept for later: a made-up outcome, or the next
  * message from the ring (valid until the next call). Waits up to
@@ -327,7 +342,13 @@ static int next_event(struct gw_client *cl, struct gw_msg *m, int timeout_ms)
 		}
 		struct gw_chan_desc d;
 		const uint8_t *data;
+		/* REJECTs the gateway dropped: told once what came before them
+		 * is read, and now and then to a reader that never runs dry. */
+		if ((++cl->recvs & (GW_LOST_EVERY - 1)) == 0 && lost_report(cl, m))
+			return 0;
 		int rc = gw_client_raw_recv(cl, &d, &data, 0);
+		if (rc < 0 && lost_report(cl, m))
+			return 0;
 		if (rc == -EAGAIN) {
 			if (timeout_ms == 0)
 				return -EAGAIN;

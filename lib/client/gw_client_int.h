@@ -16,6 +16,8 @@
 #include "gw_chan.h"
 
 #define GW_SERVICES_MAX 64
+/* gw_recv looks for dropped REJECTs at least this often (a power of two). */
+#define GW_LOST_EVERY 1024
 
 /* An outcome kept for later: a message gw_call() passed over, or a
  * timeout or failure made up by the library. */
@@ -71,6 +73,8 @@ struct gw_client {
 	struct gw_kept_queue kept; /* for gw_recv, in arrival order */
 	struct gw_kept_queue due;  /* made-up outcomes, before the ring */
 	struct gw_kept *current;   /* handed out by gw_recv, freed by the next */
+	uint32_t recvs;            /* looks at the ring, for GW_LOST_EVERY */
+	uint64_t lost;             /* the count a GW_MSG_LOST points to */
 	uint64_t late_replies;
 	/* spins before sleeping that found nothing, in a row (saturates), and
 	 * the waits since the last spin: see spin_pays() in gw_client.c */

@@ -356,6 +356,28 @@ static void test_rx_parts(void)
 	gw_chan_close(&gw);
 }
 
+/* REJECTs the gateway had to drop: each receiver counts its own part's,
+ * the client takes the sum once, and a client that scribbles on a count
+ * fools only itself (the gateway keeps its own and never reads it back). */
+static void test_lost_rejects(void)
+{
+	const struct gw_chan_params p = { .ring_count = 64, .arena_size = 4096, .msg_max = 1024,
+					  .rx_parts = 2 };
+	struct gw_chan gw, cl;
+	pair(&gw, &cl, &p);
+	CU_ASSERT_EQUAL(gw_chan_lost_take(&cl), 0);
+	gw_chan_reject_lost(&gw, 0);
+	gw_chan_reject_lost(&gw, 1);
+	gw_chan_reject_lost(&gw, 1);
+	CU_ASSERT_EQUAL(gw_chan_lost_take(&cl), 3);
+	CU_ASSERT_EQUAL(gw_chan_lost_take(&cl), 0);
+	cl.shm->rx_lost[0].rejects = 0;
+	gw_chan_reject_lost(&gw, 0);
+	CU_ASSERT_EQUAL(gw.rx[0].lost, 2);
+	CU_ASSERT_EQUAL(gw_chan_lost_take(&cl), 1);
+	gw_chan_close(&cl);
+	gw_chan_close(&gw);
+}
 
 /* Control requests: the checks before any effect (gw_ctl_serve). */
 static unsigned ctl_calls;
@@ -554,6 +576,7 @@ static const struct gw_test_case cases[] = {
 	{ "garbage in the ring headers", test_ring_header_garbage },
 	{ "two processes", test_two_processes },
 	{ "an RX part per receiver", test_rx_parts },
+	{ "REJECTs dropped, counted per part, told once", test_lost_rejects },
 	{ "shown without a wake, then woken", test_show_then_wake },
 	{ "control requests checked before any effect", test_ctl_serve },
 	{ "settling: a prefix of the sends, by checkpoints", test_settle },

@@ -87,7 +87,7 @@ struct chan {
 	struct caller calls[GW_CALLS_MAX];
 	struct ep_entry eps[EPS_SLOTS];
 	unsigned neps;
-	uint64_t delivered, rejects_unrouted, rejects_sender_gone, bad_terms;
+	uint64_t delivered, rejects_unrouted, rejects_sender_gone, rejects_lost, bad_terms;
 };
 
 static ErlNifResourceType *chan_type;
@@ -97,7 +97,7 @@ static ERL_NIF_TERM a_ok, a_error, a_eagain, a_epipe, a_emsgsize, a_hostunreach,
 	a_gridwire, a_gridwire_cast, a_gridwire_request, a_gridwire_reply, a_gridwire_reject,
 	a_gridwire_bad_term, a_badrpc, a_rx, a_hup, a_true, a_false, a_endpoint, a_service,
 	a_unreachable, a_enomem, a_gridwire_orphan, a_enobufs,
-	a_ehostdown, a_drain, a_gridwire_name_lost;
+	a_ehostdown, a_drain, a_gridwire_name_lost, a_gridwire_lost;
 
 /* --- errors --- */
 
@@ -880,6 +880,13 @@ static struct ep_entry *dispatch(ErlNifEnv *env, struct chan *c, const struct gw
 				       errno_atom(e, m->error));
 		break;
 	}
+	case GW_MSG_LOST: { /* which sends is not known: the channel's process logs it */
+		uint64_t k;
+		memcpy(&k, m->data, sizeof(k));
+		c->rejects_lost += k;
+		msg = enif_make_tuple2(e, a_gridwire_lost, enif_make_uint64(e, k));
+		break;
+	}
 	default:
 		return NULL;
 	}
@@ -963,7 +970,8 @@ static ERL_NIF_TERM nif_drain(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 	return enif_make_tuple2(env, status, due);
 }
 
-/* stats(Chan) -> #{delivered, rejects_unrouted, rejects_sender_gone, bad_terms, endpoints} */
+/* stats(Chan) -> #{delivered, rejects_unrouted, rejects_sender_gone, rejects_lost, bad_terms,
+ * endpoints} */
 static ERL_NIF_TERM nif_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
 	struct chan *c;
@@ -973,14 +981,16 @@ static ERL_NIF_TERM nif_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 	ERL_NIF_TERM keys[] = { enif_make_atom(env, "delivered"),
 				enif_make_atom(env, "rejects_unrouted"),
 				enif_make_atom(env, "rejects_sender_gone"),
+				enif_make_atom(env, "rejects_lost"),
 				enif_make_atom(env, "bad_terms"), enif_make_atom(env, "endpoints") };
 	ERL_NIF_TERM vals[] = { enif_make_uint64(env, c->delivered),
 				enif_make_uint64(env, c->rejects_unrouted),
 				enif_make_uint64(env, c->rejects_sender_gone),
+				enif_make_uint64(env, c->rejects_lost),
 				enif_make_uint64(env, c->bad_terms), enif_make_uint(env, c->neps) };
 	enif_mutex_unlock(c->rx);
 	ERL_NIF_TERM map;
-	enif_make_map_from_arrays(env, keys, vals, 5, &map);
+	enif_make_map_from_arrays(env, keys, vals, 6, &map);
 	return map;
 }
 
@@ -1009,6 +1019,7 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info)
 	A(a_wait, "wait"); A(a_closed, "closed"); A(a_gridwire, "gridwire");
 	A(a_gridwire_cast, "gridwire_cast"); A(a_gridwire_request, "gridwire_request");
 	A(a_gridwire_reply, "gridwire_reply"); A(a_gridwire_reject, "gridwire_reject");
+	A(a_gridwire_lost, "gridwire_lost");
 	A(a_gridwire_bad_term, "gridwire_bad_term"); A(a_badrpc, "badrpc"); A(a_rx, "rx");
 	A(a_hup, "hup"); A(a_true, "true"); A(a_false, "false"); A(a_endpoint, "endpoint");
 	A(a_service, "service"); A(a_unreachable, "unreachable"); A(a_enomem, "enomem");

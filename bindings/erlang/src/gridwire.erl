@@ -356,7 +356,8 @@ local_node() -> gridwire_nif:local_node(chan()).
 node_up(Node) -> gridwire_nif:node_up(chan(), node_id(Node)).
 endpoint_id(Name) -> gridwire_nif:endpoint_id(Name).
 
-%% Per channel: delivered, rejects_unrouted, bad_terms, endpoints, orphans, paused.
+%% Per channel: delivered, rejects_unrouted, rejects_sender_gone, rejects_lost (sends
+%% not delivered whose REJECTs the gateway dropped), bad_terms, endpoints, orphans, paused.
 stats() ->
     N = persistent_term:get({gridwire, size}),
     [gen_server:call(element(2, persistent_term:get({gridwire, chan, I})), stats)

@@ -112,6 +112,13 @@ handle_info({gridwire_reject, Node, Endpoint, Why}, S) ->
     logger:warning("gridwire: a message to endpoint ~b on node ~b was not delivered (~p); "
                    "its sender sent it too long ago to be told", [Endpoint, Node, Why]),
     {noreply, S};
+handle_info({gridwire_lost, N}, S) ->
+    %% The gateway dropped REJECTs for this channel's senders: the VM read
+    %% nothing while they waited (stats/0 counts them, rejects_lost).
+    logger:warning("gridwire: ~b messages sent on channel ~b were not delivered and their "
+                   "senders could not be told (the VM read nothing for [chan] dest_block_ms): "
+                   "give the gateway a larger [chan] ring and dest_block_ms", [N, S#st.index]),
+    {noreply, S};
 handle_info({'DOWN', Ref, process, Pid, _}, S = #st{chan = C, regs = Regs}) ->
     case Regs of
         #{Pid := {Ref, Names, _}} ->
