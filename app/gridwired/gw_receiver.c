@@ -182,7 +182,7 @@ static void reject_drop(struct gw_receiver *rv, struct gw_client *cl)
 {
 	rv->st->rejects_lost++;
 	rv->st->rejects_lost_told++;
-	gw_chan_reject_lost(&cl->chan, rv->id);
+	gw_chan_lost_add(&cl->chan, rv->id);
 }
 
 /* A REJECT for one of our clients (of a message for node): into its channel. */

@@ -269,9 +269,10 @@ static int classes_init(struct perf_classes *c, const struct opts *o)
 	return 0;
 }
 
+static bool deaf; /* tx --deaf-ms: reading nothing (yet) */
+
 /* Count REJECTs waiting for us; they name sends that were not delivered
  * (a LOST says how many more were not, unnamed). */
-static bool deaf; /* tx --deaf-ms: reading nothing (yet) */
 static void drain_rejects(struct gw_client *cl, const struct perf_classes *c, struct ledger *l)
 {
 	if (deaf)

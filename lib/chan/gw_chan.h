@@ -320,7 +320,7 @@ int gw_chan_deliver(struct gw_chan *c, unsigned part, struct gw_chan_desc d, con
 
 /* A REJECT for the client could not go into part `part` and is dropped:
  * count it where the client will read it (gw_chan_lost_take). */
-void gw_chan_reject_lost(struct gw_chan *c, unsigned part);
+void gw_chan_lost_add(struct gw_chan *c, unsigned part);
 
 /*
  * Did the client last go to sleep for RX on CPU cpu? A receiver on that

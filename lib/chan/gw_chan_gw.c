@@ -420,7 +420,7 @@ static void wake_if_waiting(struct gw_chan *c)
 	}
 }
 
-void gw_chan_reject_lost(struct gw_chan *c, unsigned part)
+void gw_chan_lost_add(struct gw_chan *c, unsigned part)
 {
 	/* Its own count, stored: the gateway never reads the region back. */
 	__atomic_store_n(&c->shm->rx_lost[part].rejects, ++c->rx[part].lost, __ATOMIC_RELEASE);

@@ -14,8 +14,10 @@
  * gateway taking it from the channel, on a working link (doc/api.md, "What
  * a send promises"), and at once with -EPIPE if the gateway dies first.
  * A REJECT needs room in this client's channel: one that reads nothing for
- * dest_block_ms while REJECTs wait for it has them dropped, and is told
- * how many instead (GW_MSG_LOST), once it has read what came before.
+ * dest_block_ms while REJECTs wait for it (or cannot make room for them
+ * within 10 x dest_block_ms) has them dropped, and is told how many
+ * instead (GW_MSG_LOST). gw_recv may hand out kinds this header does not
+ * name yet: ignore those.
  *
  * On top of messages, ecall's vocabulary (see "Services and calls" below):
  * a client offers named services; others cast to them (one way) or call
@@ -74,10 +76,11 @@ enum gw_msg_kind {
 	GW_MSG_REQUEST = 3, /* a call to one of our services: answer with gw_reply() */
 	GW_MSG_CAST = 4,    /* a cast to one of our services: nothing to answer */
 	GW_MSG_REPLY = 5,   /* the outcome of one of our gw_call_start() calls */
-	GW_MSG_LOST = 6,    /* some of our sent messages were not delivered and their
-			     * REJECTs were dropped, as we read nothing while they
-			     * waited: data is a uint64_t, how many (which ones is
-			     * not known); error -ENOBUFS */
+	GW_MSG_LOST = 6,    /* some of our sends (casts, call requests) were not
+			     * delivered and their REJECTs were dropped: our own
+			     * channel had no room for them (error -ENOBUFS). data
+			     * is a uint64_t, how many; which ones is not known (a
+			     * call among them ends with -ETIMEDOUT) */
 };
 
 struct gw_msg {

@@ -344,8 +344,11 @@ static int next_event(struct gw_client *cl, struct gw_msg *m, int timeout_ms)
 		const uint8_t *data;
 		/* REJECTs the gateway dropped: told once what came before them
 		 * is read, and now and then to a reader that never runs dry. */
-		if ((++cl->recvs & (GW_LOST_EVERY - 1)) == 0 && lost_report(cl, m))
-			return 0;
+		if ((++cl->recvs & (GW_LOST_EVERY - 1)) == 0) {
+			gw_client_raw_done(cl);
+			if (lost_report(cl, m))
+				return 0;
+		}
 		int rc = gw_client_raw_recv(cl, &d, &data, 0);
 		if (rc < 0 && lost_report(cl, m))
 			return 0;

@@ -373,13 +373,18 @@ uint64_t gw_unconfirmed(const struct gw_client *cl)
 	return n;
 }
 
-int gw_client_raw_recv(struct gw_client *cl, struct gw_chan_desc *d, const uint8_t **data,
-		       int64_t deadline_ms)
+void gw_client_raw_done(struct gw_client *cl)
 {
 	if (cl->has_pending) {
 		gw_chan_recv_done(&cl->chan, &cl->pending);
 		cl->has_pending = 0;
 	}
+}
+
+int gw_client_raw_recv(struct gw_client *cl, struct gw_chan_desc *d, const uint8_t **data,
+		       int64_t deadline_ms)
+{
+	gw_client_raw_done(cl);
 	int rc;
 	while ((rc = gw_chan_recv(&cl->chan, &cl->pending, data)) == -EAGAIN) {
 		if (deadline_ms && spin_pays(cl) && spin(cl))

@@ -16,8 +16,9 @@
 #include "gw_chan.h"
 
 #define GW_SERVICES_MAX 64
-/* gw_recv looks for dropped REJECTs at least this often (a power of two). */
+/* gw_recv looks for dropped REJECTs at least this often. */
 #define GW_LOST_EVERY 1024
+_Static_assert((GW_LOST_EVERY & (GW_LOST_EVERY - 1)) == 0, "GW_LOST_EVERY: a power of two");
 
 /* An outcome kept for later: a message gw_call() passed over, or a
  * timeout or failure made up by the library. */
@@ -116,6 +117,8 @@ static inline int gw_client_gone(struct gw_client *cl)
  */
 int gw_client_raw_recv(struct gw_client *cl, struct gw_chan_desc *d, const uint8_t **data,
 		       int64_t deadline_ms);
+/* Release the message the last gw_client_raw_recv handed out, if any. */
+void gw_client_raw_done(struct gw_client *cl);
 
 /* gw_client.c, for gw_call.c, which holds the call layer's state and so
  * closes (gw_close) and unregisters (gw_unregister) on top of these: the

@@ -24,7 +24,8 @@ writers=200 msgs=200
 half=$((writers * msgs / 2))
 
 scenario() { # name sender-options slow-receiver-options...
-    local name=$1 txopts=$2
+    local name=$1 txopts
+    read -ra txopts <<<"$2"
     shift 2
     gw_gateways_up "$work"
     gw_rx_start "$work" fast -e fast --expect "$half" --writers-max "$writers" --idle-timeout 20
@@ -32,7 +33,7 @@ scenario() { # name sender-options slow-receiver-options...
     gw_rx_start "$work" slow -e slow --expect "$half" --writers-max "$writers" --idle-timeout 3 "$@"
     local pid_slow=$GW_PID_RX
     ip netns exec gwa "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock -n 2 -e fast,slow \
-        -w "$writers" -m "$msgs" --linger-ms 2000 $txopts >"$work/tx.json" 2>"$work/tx.err" || true
+        -w "$writers" -m "$msgs" --linger-ms 2000 "${txopts[@]}" >"$work/tx.json" 2>"$work/tx.err" || true
     wait "$pid_fast" || true
     wait "$pid_slow" || true
     gw_gateways_down

@@ -366,13 +366,13 @@ static void test_lost_rejects(void)
 	struct gw_chan gw, cl;
 	pair(&gw, &cl, &p);
 	CU_ASSERT_EQUAL(gw_chan_lost_take(&cl), 0);
-	gw_chan_reject_lost(&gw, 0);
-	gw_chan_reject_lost(&gw, 1);
-	gw_chan_reject_lost(&gw, 1);
+	gw_chan_lost_add(&gw, 0);
+	gw_chan_lost_add(&gw, 1);
+	gw_chan_lost_add(&gw, 1);
 	CU_ASSERT_EQUAL(gw_chan_lost_take(&cl), 3);
 	CU_ASSERT_EQUAL(gw_chan_lost_take(&cl), 0);
 	cl.shm->rx_lost[0].rejects = 0;
-	gw_chan_reject_lost(&gw, 0);
+	gw_chan_lost_add(&gw, 0);
 	CU_ASSERT_EQUAL(gw.rx[0].lost, 2);
 	CU_ASSERT_EQUAL(gw_chan_lost_take(&cl), 1);
 	gw_chan_close(&cl);

@@ -897,7 +897,7 @@ static struct ep_entry *dispatch(ErlNifEnv *env, struct chan *c, const struct gw
 			c->rejects_sender_gone++;
 	}
 	enif_clear_env(e);
-	c->delivered++;
+	c->delivered += m->kind != GW_MSG_LOST;
 	if (ep && ++ep->unchecked >= CHECK_EVERY) {
 		ep->unchecked = 0;
 		return ep;
