@@ -50,19 +50,22 @@ attack() { # OUT STEER MODE: a verified run at beta with replays and forgeries f
         ip -n gwb -s link show veth-b0 >&2 || true
         gw_die "captured too few frames to replay: did the run's traffic stop? (its output is above)"
     fi
-    # Replays in rounds until beta has refused 90 % of one round's: on a
-    # loaded machine a receiving socket's ring can be full for a whole round
-    # (the run's own frames are sent again; these are not).
-    local refused=0 rounds=0
-    replayed=0
-    while ((rounds == 0 || (rounds < 10 && refused * 10 < 9 * replayed))); do
-        replayed=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" --send "$work/kit" veth-a0 "$2")
-        rounds=$((rounds + 1))
-        refused=$("$ROOT/build/app/gwctl" -n beta raw /gridwire/stats |
-            python3 -c 'import json, sys; print(json.load(sys.stdin)["auth_replayed"])') || refused=0
-    done
     forged=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" 2000 veth-a0 veth-a1)
     kill -0 "$pid" || gw_die "the run ended before the attack was over: make it longer"
+    # Replays in rounds, while the run lasts, until beta has refused 90 %
+    # of one round's: on a loaded machine a receiving socket's ring can be
+    # full for a whole round (the run's own frames are sent again; these
+    # are not), and gwctl itself may not answer (counted as none yet).
+    local refused=0 rounds=0
+    replayed=0
+    while kill -0 "$pid" 2>/dev/null && ((rounds == 0 || (rounds < 10 && refused * 10 < 9 * replayed))); do
+        replayed=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" --send "$work/kit" veth-a0 "$2")
+        rounds=$((rounds + 1))
+        refused=$("$ROOT/build/app/gwctl" -n beta raw /gridwire/stats 2>/dev/null |
+            python3 -c 'import json, sys; print(json.load(sys.stdin)["auth_replayed"])' 2>/dev/null) ||
+            refused=0
+    done
+    ((rounds > 0)) || gw_die "the run ended before the replays: make it longer"
     gw_log "fired $forged forged and $rounds x $replayed replayed frames at beta"
     wait "$pid" || true
     tail -1 "$work/pair.out" >"$1"
