@@ -68,6 +68,12 @@ int gw_dir_add(struct gw_dir *d, const char *name, uint32_t id, uint16_t chan)
 	return 0;
 }
 
+const char *gw_dir_name(const struct gw_dir *d, uint32_t id)
+{
+	int at = lookup(d, id);
+	return at < 0 ? NULL : d->name[at];
+}
+
 int gw_dir_del(struct gw_dir *d, const char *name, uint32_t id, uint16_t chan)
 {
 	if (!id)

@@ -49,6 +49,9 @@ unsigned gw_dir_drop_chan(struct gw_dir *d, uint16_t chan);
 /* The chan of endpoint id, or 0 when there is none. */
 uint16_t gw_dir_find(const struct gw_dir *d, uint32_t id);
 
+/* The name of endpoint id, or NULL when there is none. */
+const char *gw_dir_name(const struct gw_dir *d, uint32_t id);
+
 /* dst becomes a copy of src (the daemon publishes copies to reader lcores). */
 void gw_dir_copy(struct gw_dir *dst, const struct gw_dir *src);
 

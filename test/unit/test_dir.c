@@ -57,6 +57,9 @@ static void test_add_find_del(void)
 	CU_ASSERT_EQUAL(gw_dir_find(d, 78), 4);
 	CU_ASSERT_EQUAL(gw_dir_find(d, 79), 0);
 	CU_ASSERT_STRING_EQUAL(d->name[slot_of(d, 77)], "alpha");
+	CU_ASSERT_STRING_EQUAL(gw_dir_name(d, 78), "beta");
+	CU_ASSERT_PTR_NULL(gw_dir_name(d, 79));
+	CU_ASSERT_PTR_NULL(gw_dir_name(d, 0));
 	/* del wants the name, the id and the chan all to match */
 	CU_ASSERT_EQUAL(gw_dir_del(d, "alpha", 77, 4), -ENOENT);
 	CU_ASSERT_EQUAL(gw_dir_del(d, "alphb", 77, 3), -ENOENT);
