@@ -351,7 +351,7 @@ int gw_wire_rec_next(const uint8_t *payload, size_t len, size_t *off, struct gw_
 	const uint8_t *p = payload + o;
 	uint16_t rlen = get_le16(p);
 	uint8_t kind = p[2];
-	if ((kind != GW_RK_MSG && kind != GW_RK_REJECT) || len - o - GW_REC_HLEN < rlen)
+	if (kind < GW_RK_MSG || kind > GW_RK_SUBS || len - o - GW_REC_HLEN < rlen)
 		return -EBADMSG;
 	/* flags and reserved are ignored: senders write 0, a later version may not. */
 	rec->kind = kind;
@@ -379,6 +379,52 @@ int gw_wire_reject_get(const uint8_t *data, size_t len, struct gw_reject_body *r
 	rj->err = (int32_t)get_le32(data);
 	rj->msg_id = get_le32(data + 4);
 	rj->node = get_le16(data + 8);
+	return 0;
+}
+
+size_t gw_wire_subs_put(uint8_t *data, size_t cap, uint32_t version, uint16_t total,
+			uint16_t first, const char (*names)[GW_NAME_MAX], const uint32_t *ids,
+			uint16_t n)
+{
+	size_t len = GW_SUBS_HLEN + (size_t)n * GW_SUBS_ENTRY;
+	if (len > cap || (uint32_t)first + n > total)
+		return 0;
+	put_le32(data, version);
+	put_le16(data + 4, total);
+	put_le16(data + 6, first);
+	for (uint16_t i = 0; i < n; i++) {
+		uint8_t *e = data + GW_SUBS_HLEN + (size_t)i * GW_SUBS_ENTRY;
+		put_le32(e, ids[i]);
+		size_t nl = strnlen(names[i], GW_NAME_MAX - 1);
+		memcpy(e + 4, names[i], nl);
+		memset(e + 4 + nl, 0, GW_NAME_MAX - nl);
+	}
+	return len;
+}
+
+int gw_wire_subs_get(const uint8_t *data, size_t len, struct gw_subs_hdr *h,
+		     char (*names)[GW_NAME_MAX], uint32_t *ids, uint16_t max)
+{
+	if (len < GW_SUBS_HLEN || (len - GW_SUBS_HLEN) % GW_SUBS_ENTRY)
+		return -EBADMSG;
+	size_t n = (len - GW_SUBS_HLEN) / GW_SUBS_ENTRY;
+	uint16_t total = get_le16(data + 4), first = get_le16(data + 6);
+	if (n > max || first + n > total)
+		return -EBADMSG;
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *e = data + GW_SUBS_HLEN + i * GW_SUBS_ENTRY;
+		if (!get_le32(e) || !memchr(e + 4, '\0', GW_NAME_MAX))
+			return -EBADMSG;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *e = data + GW_SUBS_HLEN + i * GW_SUBS_ENTRY;
+		ids[i] = get_le32(e);
+		memcpy(names[i], e + 4, GW_NAME_MAX);
+	}
+	h->version = get_le32(data);
+	h->total = total;
+	h->first = first;
+	h->n = (uint16_t)n;
 	return 0;
 }
 

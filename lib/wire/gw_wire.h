@@ -39,6 +39,8 @@ enum gw_frame_type {
 enum gw_rec_kind {
 	GW_RK_MSG = 1,    /* a message for endpoint dst_ep */
 	GW_RK_REJECT = 2, /* a message of src_chan/msg_id could not be delivered */
+	GW_RK_PUB = 3,    /* a message published to topic dst_ep, for its subscribers there */
+	GW_RK_SUBS = 4,   /* part of the sender's topic advertisement (gw_wire_subs_get) */
 };
 
 /* Addresses of one end of a link: what the outer headers carry. */
@@ -87,6 +89,22 @@ struct gw_reject_body {
 	int32_t err;     /* a negative errno */
 	uint32_t msg_id; /* the rejected message's, again */
 	uint16_t node;   /* the node it was for (0: the frame's sender) */
+};
+
+/*
+ * The data of a SUBS record: the topics that have subscribers on the
+ * sending node, as of its version. One advertisement may take several
+ * records (entries first .. first + n - 1 of total); the receiver
+ * replaces what the node said before once it has all of one version.
+ * Each entry is a topic id and its name, NUL-padded to GW_NAME_MAX.
+ */
+#define GW_SUBS_HLEN 8
+#define GW_SUBS_ENTRY (4 + GW_NAME_MAX)
+struct gw_subs_hdr {
+	uint32_t version;
+	uint16_t total; /* entries in the whole advertisement */
+	uint16_t first; /* index of this record's first entry */
+	uint16_t n;     /* entries in this record (from its length) */
 };
 
 /*
@@ -213,6 +231,19 @@ int gw_wire_reject_get(const uint8_t *data, size_t len, struct gw_reject_body *r
 int gw_wire_ack_get(const uint8_t *payload, size_t len, struct gw_ack *ack);
 size_t gw_wire_hello_put(uint8_t *payload, const struct gw_hello *h);
 int gw_wire_hello_get(const uint8_t *payload, size_t len, struct gw_hello *h);
+
+/*
+ * A SUBS record's data: entries first .. first + n - 1 of an advertisement
+ * of total at version, into data (cap bytes); returns its length, or 0
+ * when it does not fit or first + n > total.
+ */
+size_t gw_wire_subs_put(uint8_t *data, size_t cap, uint32_t version, uint16_t total,
+			uint16_t first, const char (*names)[GW_NAME_MAX], const uint32_t *ids,
+			uint16_t n);
+/* Decode one: 0 with *h and its entries (at most max: -EBADMSG beyond), or
+ * -EBADMSG (lengths, first + n > total, an id of 0 or a name not ended). */
+int gw_wire_subs_get(const uint8_t *data, size_t len, struct gw_subs_hdr *h,
+		     char (*names)[GW_NAME_MAX], uint32_t *ids, uint16_t max);
 
 /* The error codes above as text, for logs and tools. */
 const char *gw_wire_strerror(int err);

@@ -825,7 +825,7 @@ static void test_rec_malformed(void)
 	/* Unknown kinds. */
 	for (unsigned kind = 0; kind < 256; kind++) {
 		pl[2] = (uint8_t)kind;
-		int want = kind == GW_RK_MSG || kind == GW_RK_REJECT ? 0 : -EBADMSG;
+		int want = kind >= GW_RK_MSG && kind <= GW_RK_SUBS ? 0 : -EBADMSG;
 		wrong += rec_walk_exact(pl, used, &nrec) != want;
 	}
 	CU_ASSERT_EQUAL(wrong, 0);
@@ -1054,6 +1054,48 @@ static void test_reject_body(void)
 	CU_ASSERT_EQUAL(gw_wire_reject_get(b, GW_REJECT_LEN - 1, &rj), -EBADMSG);
 }
 
+/* A topic advertisement in records: exact bytes, and every bad one refused. */
+static void test_subs_body(void)
+{
+	char names[3][GW_NAME_MAX] = { "volts", "freq", "" };
+	memset(names[2], 'n', GW_NAME_MAX); /* not ended: sent as its first 31 bytes */
+	uint32_t ids[3] = { 0x11223344, 7, 9 };
+	uint8_t b[GW_SUBS_HLEN + 3 * GW_SUBS_ENTRY + 1];
+	memset(b, 0xee, sizeof(b));
+	size_t len = gw_wire_subs_put(b, sizeof(b) - 1, 0x01020304, 10, 4, names, ids, 3);
+	CU_ASSERT_EQUAL_FATAL(len, GW_SUBS_HLEN + 3 * GW_SUBS_ENTRY);
+	static const uint8_t head[12] = { 4, 3, 2, 1, 10, 0, 4, 0, 0x44, 0x33, 0x22, 0x11 };
+	CU_ASSERT(memcmp(b, head, sizeof(head)) == 0);
+	CU_ASSERT(!memcmp(b + 12, "volts", 6) && b[12 + GW_NAME_MAX - 1] == 0);
+	CU_ASSERT_EQUAL(b[sizeof(b) - 1], 0xee); /* nothing past it */
+	struct gw_subs_hdr h;
+	char got[3][GW_NAME_MAX];
+	uint32_t gid[3];
+	CU_ASSERT_EQUAL_FATAL(gw_wire_subs_get(b, len, &h, got, gid, 3), 0);
+	CU_ASSERT(h.version == 0x01020304 && h.total == 10 && h.first == 4 && h.n == 3);
+	CU_ASSERT(gid[0] == 0x11223344 && gid[1] == 7 && !strcmp(got[1], "freq"));
+	CU_ASSERT_EQUAL(strlen(got[2]), GW_NAME_MAX - 1);
+	/* Refused: no room, past total, more than max, a cut entry, id 0, a
+	 * name not ended. */
+	CU_ASSERT_EQUAL(gw_wire_subs_put(b, len - 1, 1, 10, 4, names, ids, 3), 0);
+	CU_ASSERT_EQUAL(gw_wire_subs_put(b, sizeof(b), 1, 6, 4, names, ids, 3), 0);
+	CU_ASSERT_EQUAL(gw_wire_subs_get(b, len, &h, got, gid, 2), -EBADMSG);
+	CU_ASSERT_EQUAL(gw_wire_subs_get(b, len - 1, &h, got, gid, 3), -EBADMSG);
+	CU_ASSERT_EQUAL(gw_wire_subs_get(b, GW_SUBS_HLEN - 1, &h, got, gid, 3), -EBADMSG);
+	b[4] = 6; /* total 6 < 4 + 3 */
+	CU_ASSERT_EQUAL(gw_wire_subs_get(b, len, &h, got, gid, 3), -EBADMSG);
+	b[4] = 10;
+	memset(b + GW_SUBS_HLEN + GW_SUBS_ENTRY, 0, 4); /* the second id 0 */
+	CU_ASSERT_EQUAL(gw_wire_subs_get(b, len, &h, got, gid, 3), -EBADMSG);
+	b[GW_SUBS_HLEN + GW_SUBS_ENTRY] = 7;
+	memset(b + GW_SUBS_HLEN + 4, 'x', GW_NAME_MAX);
+	CU_ASSERT_EQUAL(gw_wire_subs_get(b, len, &h, got, gid, 3), -EBADMSG);
+	/* An empty advertisement: a node with no topics. */
+	CU_ASSERT_EQUAL(gw_wire_subs_put(b, sizeof(b), 2, 0, 0, NULL, NULL, 0), GW_SUBS_HLEN);
+	CU_ASSERT_EQUAL(gw_wire_subs_get(b, GW_SUBS_HLEN, &h, got, gid, 3), 0);
+	CU_ASSERT(h.version == 2 && h.total == 0 && h.n == 0);
+}
+
 /* A frame sent again gets the current base, still passes its CRC, and
  * nothing else in it changes. */
 static void test_restamp_base(void)
@@ -1100,6 +1142,7 @@ static const struct gw_test_case cases[] = {
 	{"restamp base on retransmission", test_restamp_base},
 	{"DSCP set, outside the CRC", test_dscp},
 	{"REJECT data: layout and bounds", test_reject_body},
+	{"SUBS data: layout and bounds", test_subs_body},
 	{"crc32c known vectors", test_crc_vectors},
 	{"crc32c chaining", test_crc_chaining},
 	{"crc32c sse4.2, table and reference agree", test_crc_kernels_agree},
