@@ -153,6 +153,34 @@ unsigned gw_topic_local(const struct gw_topics *ts, char (*names)[GW_DIR_NAME], 
 	return n;
 }
 
+void gw_topic_adv_init(struct gw_topic_adv *a)
+{
+	a->version = 0;
+	a->total = a->have = 0;
+}
+
+int gw_topic_adv_part(struct gw_topic_adv *a, uint32_t version, uint16_t total, uint16_t first,
+		      const char (*names)[GW_DIR_NAME], const uint32_t *ids, uint16_t n)
+{
+	if (total > GW_TOPICS_MAX)
+		return -ENOSPC;
+	if (first == 0) {
+		a->version = version;
+		a->total = total;
+		a->have = 0;
+	} else if (version != a->version || total != a->total || first != a->have) {
+		return -EPROTO;
+	}
+	if ((uint32_t)first + n > total)
+		return -EPROTO;
+	if (n) {
+		memcpy(a->names[first], names, (size_t)n * GW_DIR_NAME);
+		memcpy(&a->ids[first], ids, (size_t)n * sizeof(*ids));
+	}
+	a->have = (uint16_t)(first + n);
+	return a->have == a->total;
+}
+
 void gw_topic_copy(struct gw_topics *dst, const struct gw_topics *src)
 {
 	if (dst != src)

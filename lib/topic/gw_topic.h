@@ -101,4 +101,29 @@ unsigned gw_topic_local(const struct gw_topics *ts, char (*names)[GW_DIR_NAME], 
 /* dst becomes a copy of src (for readers). */
 void gw_topic_copy(struct gw_topics *dst, const struct gw_topics *src);
 
+/*
+ * One peer's advertisement being put together from its SUBS records
+ * (gw_wire_subs_get), which come in order on its reliable lane: parts
+ * first = 0, then each where the last ended, of one version. A part that
+ * does not follow starts again from it if it is a first part, and is
+ * refused otherwise (a peer that restarted mid-way sends a first part).
+ */
+struct gw_topic_adv {
+	uint32_t version;
+	uint16_t total, have; /* entries announced, entries here */
+	char names[GW_TOPICS_MAX][GW_DIR_NAME];
+	uint32_t ids[GW_TOPICS_MAX];
+};
+
+void gw_topic_adv_init(struct gw_topic_adv *a);
+
+/*
+ * Take one part (entries first .. first + n - 1 of total, at version).
+ * 1 when the advertisement is whole (names/ids/have hold it: give them to
+ * gw_topic_set_node), 0 when more parts are due, -EPROTO when the part
+ * does not follow (dropped), -ENOSPC when total exceeds GW_TOPICS_MAX.
+ */
+int gw_topic_adv_part(struct gw_topic_adv *a, uint32_t version, uint16_t total, uint16_t first,
+		      const char (*names)[GW_DIR_NAME], const uint32_t *ids, uint16_t n);
+
 #endif

@@ -126,12 +126,35 @@ static void test_peers(void)
 	CU_ASSERT_EQUAL(memcmp(&copy, &ts, sizeof(ts)), 0);
 }
 
+/* An advertisement in parts: whole only when every part came in order. */
+static void test_adv(void)
+{
+	static struct gw_topic_adv a;
+	gw_topic_adv_init(&a);
+	char names[3][GW_DIR_NAME] = { "a", "b", "c" };
+	uint32_t ids[3] = { 1, 2, 3 };
+	CU_ASSERT_EQUAL(gw_topic_adv_part(&a, 5, 3, 0, names, ids, 2), 0);
+	CU_ASSERT_EQUAL(gw_topic_adv_part(&a, 5, 3, 1, names, ids, 2), -EPROTO); /* overlaps */
+	CU_ASSERT_EQUAL(gw_topic_adv_part(&a, 6, 3, 2, names + 2, ids + 2, 1), -EPROTO);
+	CU_ASSERT_EQUAL(gw_topic_adv_part(&a, 5, 4, 2, names + 2, ids + 2, 1), -EPROTO);
+	CU_ASSERT_EQUAL(gw_topic_adv_part(&a, 5, 3, 2, names + 2, ids + 2, 1), 1);
+	CU_ASSERT(a.have == 3 && a.ids[2] == 3 && !strcmp(a.names[1], "b"));
+	/* A first part starts again, whatever came before (a peer restarted). */
+	CU_ASSERT_EQUAL(gw_topic_adv_part(&a, 9, 2, 0, names, ids, 1), 0);
+	CU_ASSERT_EQUAL(gw_topic_adv_part(&a, 1, 1, 0, names + 2, ids + 2, 1), 1);
+	CU_ASSERT(a.have == 1 && a.ids[0] == 3);
+	CU_ASSERT_EQUAL(gw_topic_adv_part(&a, 2, 0, 0, NULL, NULL, 0), 1); /* none */
+	CU_ASSERT_EQUAL(gw_topic_adv_part(&a, 3, GW_TOPICS_MAX + 1, 0, names, ids, 1), -ENOSPC);
+	CU_ASSERT_EQUAL(gw_topic_adv_part(&a, 3, 1, 0, names, ids, 2), -EPROTO); /* past total */
+}
+
 int main(void)
 {
 	static const struct gw_test_case cases[] = {
 		{ "subscribe, again, unsubscribe; bad input harms nothing", test_subscribe },
 		{ "limits, and a subscriber that leaves", test_limits_and_drop },
 		{ "peers' subscriptions, replaced by each advertisement", test_peers },
+		{ "an advertisement in parts", test_adv },
 		{ NULL, NULL },
 	};
 	return gw_test_run("topic", cases);
