@@ -21,24 +21,48 @@
 #include "gw_peers.h"
 
 /*
- * The directory to change: a copy of the published one, in the buffer
- * readers may have been using until the last change's grace period ended.
+ * The table to change: a copy of the published one, in the buffer readers
+ * may have been using until the last change's grace period ended.
  */
-static struct gw_dir *dir_edit(struct gw_control *ctl)
+static void *edit(struct gw_control *ctl, struct gw_published *p)
 {
-	if (ctl->dir_waiting && rte_rcu_qsbr_check(ctl->qs, ctl->dir_gone, false) != 1)
+	if (p->waiting && rte_rcu_qsbr_check(ctl->qs, p->gone, false) != 1)
 		rte_rcu_qsbr_synchronize(ctl->qs, ctl->qs_id);
-	ctl->dir_waiting = false;
-	struct gw_dir *next = ctl->dir == &ctl->dirs[0] ? &ctl->dirs[1] : &ctl->dirs[0];
-	gw_dir_copy(next, ctl->dir);
+	p->waiting = false;
+	void *next = p->cur == p->buf[0] ? p->buf[1] : p->buf[0];
+	memcpy(next, p->cur, p->size);
 	return next;
 }
 
-static void dir_publish(struct gw_control *ctl, struct gw_dir *next)
+static void publish(struct gw_control *ctl, struct gw_published *p, void *next)
 {
-	__atomic_store_n(&ctl->dir, next, __ATOMIC_RELEASE);
-	ctl->dir_gone = rte_rcu_qsbr_start(ctl->qs);
-	ctl->dir_waiting = true;
+	__atomic_store_n(&p->cur, next, __ATOMIC_RELEASE);
+	p->gone = rte_rcu_qsbr_start(ctl->qs);
+	p->waiting = true;
+}
+
+/* Publish next, and return once every reader has moved past the old one. */
+static void publish_sync(struct gw_control *ctl, struct gw_published *p, void *next)
+{
+	publish(ctl, p, next);
+	rte_rcu_qsbr_synchronize(ctl->qs, ctl->qs_id);
+	p->waiting = false;
+}
+
+static int published_init(struct gw_published *p, const char *name, size_t size)
+{
+	p->size = size;
+	p->buf[0] = rte_zmalloc(name, size, 64);
+	p->buf[1] = rte_zmalloc(name, size, 64);
+	p->cur = p->buf[0];
+	return p->buf[0] && p->buf[1] ? 0 : -ENOMEM;
+}
+
+static void published_free(struct gw_published *p)
+{
+	rte_free(p->buf[0]);
+	rte_free(p->buf[1]);
+	memset(p, 0, sizeof(*p));
 }
 
 static int ep_add(struct gw_control *ctl, const char *name, uint16_t chan)
@@ -46,29 +70,48 @@ static int ep_add(struct gw_control *ctl, const char *name, uint16_t chan)
 	uint32_t id = gw_ctl_ep_id(name);
 	/* Already there: the same again (0) or taken (-EEXIST), said without
 	 * a copy; gw_dir_add writes nothing when the id is present. */
-	if (gw_dir_find(ctl->dir, id))
-		return gw_dir_add(ctl->dir, name, id, chan) == 0 ? 0 : -EEXIST;
-	struct gw_dir *next = dir_edit(ctl);
+	if (gw_dir_find(ctl->dir.cur, id))
+		return gw_dir_add(ctl->dir.cur, name, id, chan) == 0 ? 0 : -EEXIST;
+	struct gw_dir *next = edit(ctl, &ctl->dir);
 	int rc = gw_dir_add(next, name, id, chan);
-	if (rc == 0) {
-		dir_publish(ctl, next);
-		/* The client hears "registered" only once every receiver has
-		 * moved past the old directory: a message sent to the name
-		 * after that is delivered, never refused as unknown. */
-		rte_rcu_qsbr_synchronize(ctl->qs, ctl->qs_id);
-		ctl->dir_waiting = false;
-	}
+	/* The client hears "registered" only once every receiver has moved
+	 * past the old directory: a message sent to the name after that is
+	 * delivered, never refused as unknown. */
+	if (rc == 0)
+		publish_sync(ctl, &ctl->dir, next);
 	return rc;
 }
 
 static int ep_del(struct gw_control *ctl, const char *name, uint16_t chan)
 {
-	if (gw_dir_find(ctl->dir, gw_ctl_ep_id(name)) != chan)
+	if (gw_dir_find(ctl->dir.cur, gw_ctl_ep_id(name)) != chan)
 		return -ENOENT;
-	struct gw_dir *next = dir_edit(ctl);
+	struct gw_dir *next = edit(ctl, &ctl->dir);
 	int rc = gw_dir_del(next, name, gw_ctl_ep_id(name), chan);
 	if (rc == 0)
-		dir_publish(ctl, next);
+		publish(ctl, &ctl->dir, next);
+	return rc;
+}
+
+static int sub_add(struct gw_control *ctl, const char *topic, uint16_t chan, unsigned policy,
+		   unsigned key_len)
+{
+	struct gw_topics *next = edit(ctl, &ctl->topics);
+	int rc = gw_topic_subscribe(next, topic, gw_ctl_ep_id(topic), chan,
+				    policy == GW_CTL_SUB_LATEST ? GW_TOPIC_LATEST : GW_TOPIC_HOLD,
+				    (uint8_t)key_len);
+	/* As for an endpoint: subscribed once every receiver delivers to it. */
+	if (rc == 0)
+		publish_sync(ctl, &ctl->topics, next);
+	return rc;
+}
+
+static int sub_del(struct gw_control *ctl, const char *topic, uint16_t chan)
+{
+	struct gw_topics *next = edit(ctl, &ctl->topics);
+	int rc = gw_topic_unsubscribe(next, topic, gw_ctl_ep_id(topic), chan);
+	if (rc == 0)
+		publish(ctl, &ctl->topics, next);
 	return rc;
 }
 
@@ -111,13 +154,13 @@ int gw_control_open(struct gw_control *ctl, char *err, size_t errlen)
 	ctl->listen_fd = ctl->epfd = ctl->alive_fd = -1;
 	ctl->clients = rte_zmalloc("gw_clients", sizeof(*ctl->clients) * ctl->node->cfg->clients_max,
 				   64);
-	ctl->dirs = rte_malloc("gw_dirs", sizeof(*ctl->dirs) * 2, 64);
-	if (!ctl->clients || !ctl->dirs) {
+	if (!ctl->clients || published_init(&ctl->dir, "gw_dirs", sizeof(struct gw_dir)) < 0 ||
+	    published_init(&ctl->topics, "gw_topics", sizeof(struct gw_topics)) < 0) {
 		snprintf(err, errlen, "out of memory: give EAL more (-m in [eal] args)");
 		return -ENOMEM;
 	}
-	gw_dir_init(&ctl->dirs[0]);
-	ctl->dir = &ctl->dirs[0];
+	gw_dir_init(ctl->dir.cur);
+	gw_topic_init(ctl->topics.cur);
 	/* Locked by this thread, the main lcore's, which lives as long as the
 	 * gateway: what clients ask on every send. */
 	int arc = gw_chan_alive_create(&ctl->alive, &ctl->alive_fd);
@@ -179,13 +222,19 @@ static void free_slot(struct gw_control *ctl, struct gw_client *cl)
  */
 static void drop_client(struct gw_control *ctl, struct gw_client *cl)
 {
+	const struct gw_dir *d = ctl->dir.cur;
 	uint16_t has = 0;
 	for (unsigned i = 0; i < GW_DIR_SLOTS && !has; i++)
-		has = ctl->dir->slot[i].id && ctl->dir->slot[i].chan == cl->chan_id;
+		has = d->slot[i].id && d->slot[i].chan == cl->chan_id;
 	if (has) {
-		struct gw_dir *next = dir_edit(ctl);
+		struct gw_dir *next = edit(ctl, &ctl->dir);
 		gw_dir_drop_chan(next, cl->chan_id);
-		dir_publish(ctl, next);
+		publish(ctl, &ctl->dir, next);
+	}
+	if (gw_topic_count_chan(ctl->topics.cur, cl->chan_id)) {
+		struct gw_topics *next = edit(ctl, &ctl->topics);
+		gw_topic_drop_chan(next, cl->chan_id);
+		publish(ctl, &ctl->topics, next);
 	}
 	__atomic_store_n(&cl->live, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&ctl->chan_slot[cl->chan_id], 0, __ATOMIC_RELEASE);
@@ -334,6 +383,17 @@ static int ctl_ep_del(void *ctx, const char *name, uint16_t chan)
 	return ep_del(((struct ctl_req *)ctx)->ctl, name, chan);
 }
 
+static int ctl_sub_add(void *ctx, const char *topic, uint16_t chan, unsigned policy,
+		       unsigned key_len)
+{
+	return sub_add(((struct ctl_req *)ctx)->ctl, topic, chan, policy, key_len);
+}
+
+static int ctl_sub_del(void *ctx, const char *topic, uint16_t chan)
+{
+	return sub_del(((struct ctl_req *)ctx)->ctl, topic, chan);
+}
+
 /* The first node at or after m->arg that this gateway knows of. */
 static int ctl_node(void *ctx, struct gw_ctl_msg *m)
 {
@@ -358,6 +418,7 @@ static bool ctl_request(struct gw_control *ctl, struct gw_client *cl)
 {
 	static const struct gw_ctl_ops ops = {
 		.hello = ctl_hello, .ep_add = ctl_ep_add, .ep_del = ctl_ep_del, .node = ctl_node,
+		.sub_add = ctl_sub_add, .sub_del = ctl_sub_del,
 	};
 	struct gw_ctl_msg m;
 	ssize_t n = recv(cl->sock, &m, sizeof(m), MSG_DONTWAIT);
@@ -427,7 +488,7 @@ void gw_control_close(struct gw_control *ctl)
 		gw_chan_alive_destroy(ctl->alive, ctl->alive_fd);
 	ctl->alive = NULL;
 	rte_free(ctl->clients);
-	rte_free(ctl->dirs);
+	published_free(&ctl->dir);
+	published_free(&ctl->topics);
 	ctl->clients = NULL;
-	ctl->dirs = NULL;
 }

@@ -8,7 +8,8 @@
  * Receivers on other lcores look up endpoints and channels while this role
  * changes them, so what they read is published, RCU style (rte_rcu_qsbr,
  * every lcore reporting a quiescent state once per loop): the endpoint
- * directory is copied, changed and swapped in; a client leaving is
+ * directory and the topics are each copied, changed and swapped in
+ * (struct gw_published); a client leaving is
  * unpublished first, and its channel is freed only after every lcore has
  * passed a quiescent state since and its worker has let go of it.
  */
@@ -21,6 +22,7 @@
 #include "gw_deliver.h"
 #include "gw_dir.h"
 #include "gw_node.h"
+#include "gw_topic.h"
 #include "gw_worker_proxy.h"
 
 struct gw_peers;
@@ -51,6 +53,17 @@ struct gw_client {
 	struct gw_client_rx rx[GW_RECEIVERS_MAX];
 };
 
+/* A table readers use while this role changes a copy of it: two buffers,
+ * one published (cur, atomic), the other free once the grace period that
+ * began when it was last replaced (gone) has ended. */
+struct gw_published {
+	void *cur;
+	void *buf[2];
+	size_t size;
+	uint64_t gone;
+	bool waiting;
+};
+
 struct gw_control {
 	const struct gw_node *node;
 	struct gw_peers *peers;
@@ -65,10 +78,8 @@ struct gw_control {
 	struct gw_client *clients; /* cfg->clients_max */
 	uint16_t chan_slot[65536]; /* chan id -> client index + 1 (atomic) */
 	uint16_t next_chan;
-	struct gw_dir *dir;      /* the published directory (atomic) */
-	struct gw_dir *dirs;     /* two: the published one and the next */
-	uint64_t dir_gone;       /* the grace period the other one waits for */
-	bool dir_waiting;
+	struct gw_published dir;    /* struct gw_dir: the endpoints */
+	struct gw_published topics; /* struct gw_topics */
 };
 
 int gw_control_open(struct gw_control *ctl, char *err, size_t errlen);
@@ -92,9 +103,15 @@ static inline struct gw_client *gw_control_find_client(struct gw_control *ctl, u
 
 static inline struct gw_client *gw_control_find_endpoint(struct gw_control *ctl, uint32_t ep)
 {
-	const struct gw_dir *d = __atomic_load_n(&ctl->dir, __ATOMIC_ACQUIRE);
+	const struct gw_dir *d = __atomic_load_n(&ctl->dir.cur, __ATOMIC_ACQUIRE);
 	uint16_t chan = gw_dir_find(d, ep);
 	return chan ? gw_control_find_client(ctl, chan) : NULL;
+}
+
+/* Topic id as now published, or NULL. Read side, as above. */
+static inline const struct gw_topic *gw_control_find_topic(struct gw_control *ctl, uint32_t id)
+{
+	return gw_topic_find(__atomic_load_n(&ctl->topics.cur, __ATOMIC_ACQUIRE), id);
 }
 
 #endif

@@ -226,7 +226,7 @@ static int cmd_client(const char *cmd, const char *params, struct rte_tel_data *
 		return -EINVAL; /* left, and the slot given to another since */
 	/* The published directory. Telemetry is no rte_rcu_qsbr reader, so the
 	 * control role may be rewriting this copy: only the count can tear. */
-	const struct gw_dir *dir = __atomic_load_n(&gw->ctl.dir, __ATOMIC_ACQUIRE);
+	const struct gw_dir *dir = __atomic_load_n(&gw->ctl.dir.cur, __ATOMIC_ACQUIRE);
 	unsigned eps = 0;
 	for (unsigned i = 0; i < GW_DIR_SLOTS; i++)
 		eps += dir->slot[i].id && dir->slot[i].chan == id;

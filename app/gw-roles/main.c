@@ -177,6 +177,7 @@ static void worker_run(unsigned size, bool shown)
 static struct gw_control ctl;
 static struct gw_receiver rv;
 static struct gw_dir dir;
+static struct gw_topics topics;
 static struct gw_chan rcl[CLIENTS];
 
 static void receiver_up(void)
@@ -185,7 +186,9 @@ static void receiver_up(void)
 	ctl.node = &node;
 	ctl.clients = clients;
 	gw_dir_init(&dir);
-	ctl.dir = &dir;
+	gw_topic_init(&topics);
+	ctl.dir.cur = &dir;
+	ctl.topics.cur = &topics;
 	for (unsigned i = 0; i < CLIENTS; i++) {
 		char name[GW_NAME_MAX];
 		snprintf(name, sizeof(name), "sink%u", i);

@@ -60,6 +60,10 @@
 
 struct rte_ring;
 
+/* A TX descriptor's node for a message published to topic `ep`: no node
+ * has id 0. */
+#define GW_CHAN_NODE_TOPIC 0
+
 /* An RX descriptor's kind carries this bit for a message of the urgent class. */
 #define GW_CHAN_KIND_URGENT 0x8000u
 /* The msg_id of an urgent send (REJECTs): urgent sends count apart, with this bit. */

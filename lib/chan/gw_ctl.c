@@ -42,6 +42,23 @@ int gw_ctl_serve(const struct gw_ctl_ops *ops, void *ctx, struct gw_ctl_peer *p,
 	case GW_CTL_NODE:
 		m->status = ops->node(ctx, m);
 		break;
+	case GW_CTL_SUBSCRIBE: {
+		unsigned policy = m->arg & 0xff, key = m->arg >> 8;
+		if (!p->connected)
+			m->status = -ENOTCONN;
+		else if (!gw_ctl_name_ok(m->name, sizeof(m->name)) || m->name[0] == GW_CTL_RESERVED ||
+			 policy > GW_CTL_SUB_LATEST || key > GW_CTL_SUB_KEY_MAX ||
+			 (policy == GW_CTL_SUB_LATEST) != (key > 0))
+			m->status = -EINVAL;
+		else
+			m->status = ops->sub_add(ctx, m->name, p->chan, policy, key);
+		m->arg = gw_ctl_ep_id(m->name);
+		break;
+	}
+	case GW_CTL_UNSUBSCRIBE:
+		m->status = gw_ctl_name_ok(m->name, sizeof(m->name)) ? ops->sub_del(ctx, m->name, p->chan)
+								      : -EINVAL;
+		break;
 	default:
 		m->status = -EOPNOTSUPP;
 	}

@@ -34,7 +34,13 @@ enum gw_ctl_op {
 	GW_CTL_NODE = 4,       /* arg: first node id to look at; reply: the next node this
 				* gateway knows (itself included) at or after it: arg id,
 				* arg2 GW_CTL_NODE_* flags, name; -ENOENT past the last */
+	GW_CTL_SUBSCRIBE = 5,  /* name: a topic; arg: GW_CTL_SUB_* | key length << 8 */
+	GW_CTL_UNSUBSCRIBE = 6, /* name: a topic */
 };
+
+#define GW_CTL_SUB_HOLD 0u
+#define GW_CTL_SUB_LATEST 1u
+#define GW_CTL_SUB_KEY_MAX 64u /* GW_CONFLATE_KEY_MAX */
 
 #define GW_CTL_NODE_UP 1u
 #define GW_CTL_NODE_SELF 2u
@@ -110,6 +116,11 @@ struct gw_ctl_ops {
 	int (*ep_del)(void *ctx, const char *name, uint16_t chan);
 	/* NODE: m filled from m->arg on; 0 or -ENOENT. */
 	int (*node)(void *ctx, struct gw_ctl_msg *m);
+	/* A subscription of chan to a topic (policy GW_CTL_SUB_*, key_len for
+	 * LATEST), and its end (gw_topic_subscribe and _unsubscribe's answers). */
+	int (*sub_add)(void *ctx, const char *topic, uint16_t chan, unsigned policy,
+		       unsigned key_len);
+	int (*sub_del)(void *ctx, const char *topic, uint16_t chan);
 };
 
 /* A client as its requests see it. */

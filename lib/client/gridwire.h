@@ -81,6 +81,7 @@ enum gw_msg_kind {
 			     * channel had no room for them (error -ENOBUFS). data
 			     * is a uint64_t, how many; which ones is not known (a
 			     * call among them ends with -ETIMEDOUT) */
+	GW_MSG_PUBLISH = 7, /* a message published to a topic we subscribe to */
 };
 
 struct gw_msg {
@@ -197,6 +198,38 @@ int gw_call_start_flags(struct gw_client *cl, uint16_t node, const char *service
  * sleeps on an eventfd, so it costs no CPU.
  */
 int gw_recv(struct gw_client *cl, struct gw_msg *m, int timeout_ms);
+
+/*
+ * --- topics ---
+ *
+ * A topic is named as an endpoint is. Clients on any nodes subscribe to
+ * it; gw_publish sends a message once: the gateway puts one copy on the
+ * wire to each node with subscribers, and each subscriber's gateway
+ * delivers it into each subscriber's channel, where gw_recv hands it out
+ * as GW_MSG_PUBLISH (endpoint: the topic's id, gw_endpoint_id(topic);
+ * node and sender: the publisher). Order holds per publisher, per
+ * subscriber and per class; a subscriber gets what is published after its
+ * subscription has reached the publisher's gateway. A subscriber that
+ * falls behind (its channel full) is served by its policy: GW_SUB_HOLD,
+ * as an endpoint (the publisher's lane waits dest_block_ms, then the
+ * publisher gets a REJECT, -ENOBUFS); GW_SUB_LATEST, the gateway keeps
+ * only the newest message per key for it (the first 8 bytes of a message,
+ * or n with GW_SUB_LATEST_KEY(n)) until it reads again, and never holds
+ * the publisher. Publishing to a topic nobody subscribes to is not an
+ * error. gw_subscribe again changes the policy.
+ */
+#define GW_SUB_HOLD 0u
+#define GW_SUB_LATEST 1u
+#define GW_SUB_LATEST_KEY(n) (GW_SUB_LATEST | ((unsigned)(n) << 8)) /* n: 1..64 */
+
+/* 0, -EINVAL (name, policy), -EEXIST (another topic has its id), -ENOSPC
+ * (too many topics, or subscribers of this one), -EPIPE. */
+int gw_subscribe(struct gw_client *cl, const char *topic, unsigned policy);
+/* 0, or -ENOENT when this client does not subscribe to it. */
+int gw_unsubscribe(struct gw_client *cl, const char *topic);
+/* As gw_send_flags, to every subscriber of topic. */
+int gw_publish(struct gw_client *cl, const char *topic, const void *buf, size_t len,
+	       int timeout_ms, unsigned flags);
 
 /* --- event loops ---
  *

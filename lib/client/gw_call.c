@@ -267,9 +267,11 @@ static bool translate(struct gw_client *cl, const struct gw_chan_desc *d, const 
 			m->node = r.node;
 		return true;
 	}
-	m->kind = GW_MSG_DATA;
+	m->kind = kind == GW_RK_PUB ? GW_MSG_PUBLISH : GW_MSG_DATA;
 	m->data = data;
 	m->len = d->len;
+	if (kind == GW_RK_PUB)
+		return true; /* calls are not published */
 	struct gw_call_hdr h;
 	if (d->len < sizeof(h))
 		return true;
@@ -434,7 +436,7 @@ int gw_service(struct gw_client *cl, const char *name)
 
 int gw_unregister(struct gw_client *cl, const char *endpoint)
 {
-	int rc = gw_client_ctl_name(cl, GW_CTL_UNREGISTER, endpoint);
+	int rc = gw_client_ctl_name(cl, GW_CTL_UNREGISTER, endpoint, 0);
 	if (rc < 0)
 		return rc;
 	/* A service dropped is a service no more (gw_service registers it again). */

@@ -145,19 +145,35 @@ size_t gw_msg_max(const struct gw_client *cl)
 	return cl->chan.msg_max;
 }
 
-int gw_client_ctl_name(struct gw_client *cl, uint32_t op, const char *endpoint)
+int gw_client_ctl_name(struct gw_client *cl, uint32_t op, const char *endpoint, uint32_t arg)
 {
 	if (!endpoint || !gw_ctl_name_ok(endpoint, GW_NAME_MAX))
 		return -EINVAL;
-	struct gw_ctl_msg m = { .op = op };
+	struct gw_ctl_msg m = { .op = op, .arg = arg };
 	strncpy(m.name, endpoint, sizeof(m.name) - 1);
 	return ctl_call(cl->sock, &m, NULL, 0);
 }
 
 int gw_register(struct gw_client *cl, const char *endpoint)
 {
-	return gw_client_ctl_name(cl, GW_CTL_REGISTER, endpoint);
+	return gw_client_ctl_name(cl, GW_CTL_REGISTER, endpoint, 0);
 }
+
+int gw_subscribe(struct gw_client *cl, const char *topic, unsigned policy)
+{
+	unsigned kind = policy & 0xff, key = policy >> 8;
+	if (kind == GW_SUB_LATEST && !key)
+		key = 8;
+	if (kind > GW_SUB_LATEST || key > GW_CTL_SUB_KEY_MAX || (kind == GW_SUB_HOLD && key))
+		return -EINVAL;
+	return gw_client_ctl_name(cl, GW_CTL_SUBSCRIBE, topic, kind | key << 8);
+}
+
+int gw_unsubscribe(struct gw_client *cl, const char *topic)
+{
+	return gw_client_ctl_name(cl, GW_CTL_UNSUBSCRIBE, topic, 0);
+}
+
 
 uint32_t gw_endpoint_id(const char *endpoint)
 {
@@ -219,7 +235,8 @@ static int wait_chan(struct gw_client *cl, bool for_tx, int64_t deadline_ms)
 	return rc == -ETIMEDOUT ? 0 : rc; /* the next call says whether time is up */
 }
 
-int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void *hdr,
+/* A send to node, or (topic) a publication to topic ep. */
+static int send_to(struct gw_client *cl, bool topic, uint16_t node, uint32_t ep, const void *hdr,
 		   size_t hlen, const void *buf, size_t len, int timeout_ms, unsigned flags)
 {
 	/* Nothing is taken once the gateway is known gone: a load per send. */
@@ -230,7 +247,7 @@ int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void 
 	unsigned cls = flags & GW_URGENT ? GW_CLASS_URGENT : GW_CLASS_BULK;
 	if (len > cl->chan.msg_max || hlen + len > cl->chan.msg_max)
 		return -EMSGSIZE;
-	if (!gw_node_up(cl, node))
+	if (!topic && !gw_node_up(cl, node))
 		return node >= GW_MAX_NODES || node == 0 ? -EINVAL : -EHOSTUNREACH;
 	int64_t deadline = INT64_MIN; /* read from the clock only if the channel is full */
 	for (;;) {
@@ -244,6 +261,21 @@ int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void 
 		if (rc < 0)
 			return rc;
 	}
+}
+
+int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void *hdr,
+		   size_t hlen, const void *buf, size_t len, int timeout_ms, unsigned flags)
+{
+	return send_to(cl, false, node, ep, hdr, hlen, buf, len, timeout_ms, flags);
+}
+
+int gw_publish(struct gw_client *cl, const char *topic, const void *buf, size_t len,
+	       int timeout_ms, unsigned flags)
+{
+	if (!topic || !gw_ctl_name_ok(topic, GW_NAME_MAX))
+		return -EINVAL;
+	return send_to(cl, true, GW_CHAN_NODE_TOPIC, gw_ctl_ep_id(topic), NULL, 0, buf, len,
+		       timeout_ms, flags);
 }
 
 int gw_send_id(struct gw_client *cl, uint16_t node, uint32_t endpoint_id, const void *buf,

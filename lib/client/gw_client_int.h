@@ -124,7 +124,7 @@ void gw_client_raw_done(struct gw_client *cl);
  * closes (gw_close) and unregisters (gw_unregister) on top of these: the
  * connection's end, and a control request naming an endpoint. */
 void gw_client_free(struct gw_client *cl);
-int gw_client_ctl_name(struct gw_client *cl, uint32_t op, const char *endpoint);
+int gw_client_ctl_name(struct gw_client *cl, uint32_t op, const char *endpoint, uint32_t arg);
 
 /* Send hdr + buf as one message; timeout_ms and flags as for gw_send_flags. */
 int gw_client_send(struct gw_client *cl, uint16_t node, uint32_t ep, const void *hdr,

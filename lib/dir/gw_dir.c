@@ -110,9 +110,3 @@ uint16_t gw_dir_find(const struct gw_dir *d, uint32_t id)
 	int at = lookup(d, id);
 	return at < 0 ? 0 : d->slot[at].chan;
 }
-
-void gw_dir_copy(struct gw_dir *dst, const struct gw_dir *src)
-{
-	if (dst != src)
-		memcpy(dst, src, sizeof(*dst));
-}

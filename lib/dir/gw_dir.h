@@ -10,7 +10,8 @@
  *
  * Ids are computed by the caller (a hash of the name); 0 marks a free slot
  * and is never a valid id. Single-threaded: one writer, and readers get
- * copies (gw_dir_copy). No DPDK, no allocation.
+ * copies (plain memory, no pointers: memcpy makes one). No DPDK, no
+ * allocation.
  */
 #ifndef GW_DIR_H
 #define GW_DIR_H
@@ -52,7 +53,5 @@ uint16_t gw_dir_find(const struct gw_dir *d, uint32_t id);
 /* The name of endpoint id, or NULL when there is none. */
 const char *gw_dir_name(const struct gw_dir *d, uint32_t id);
 
-/* dst becomes a copy of src (the daemon publishes copies to reader lcores). */
-void gw_dir_copy(struct gw_dir *dst, const struct gw_dir *src);
 
 #endif

@@ -96,6 +96,15 @@ int gw_topic_unsubscribe(struct gw_topics *ts, const char *name, uint32_t id, ui
 	return -ENOENT;
 }
 
+unsigned gw_topic_count_chan(const struct gw_topics *ts, uint16_t chan)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < GW_TOPICS_MAX; i++)
+		for (unsigned k = 0; ts->t[i].id && k < ts->t[i].nsubs; k++)
+			n += ts->t[i].sub[k].chan == chan;
+	return n;
+}
+
 unsigned gw_topic_drop_chan(struct gw_topics *ts, uint16_t chan)
 {
 	unsigned n = 0;
@@ -179,10 +188,4 @@ int gw_topic_adv_part(struct gw_topic_adv *a, uint32_t version, uint16_t total, 
 	}
 	a->have = (uint16_t)(first + n);
 	return a->have == a->total;
-}
-
-void gw_topic_copy(struct gw_topics *dst, const struct gw_topics *src)
-{
-	if (dst != src)
-		memcpy(dst, src, sizeof(*dst));
 }

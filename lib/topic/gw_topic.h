@@ -14,8 +14,8 @@
  *
  * The names go through a gw_dir (name and id -> topic), so a second name
  * with the same id is refused (-EEXIST) as a second endpoint's is.
- * Single writer (the control role), readers get copies (gw_topic_copy),
- * as for gw_dir. No allocation.
+ * Single writer (the control role), readers get copies (plain memory, as
+ * gw_dir: memcpy makes one). No allocation.
  */
 #ifndef GW_TOPIC_H
 #define GW_TOPIC_H
@@ -73,6 +73,9 @@ int gw_topic_subscribe(struct gw_topics *ts, const char *name, uint32_t id, uint
 /* 0, or -ENOENT when chan does not subscribe to that topic. */
 int gw_topic_unsubscribe(struct gw_topics *ts, const char *name, uint32_t id, uint16_t chan);
 
+/* How many topics chan subscribes to. */
+unsigned gw_topic_count_chan(const struct gw_topics *ts, uint16_t chan);
+
 /* Every subscription of chan ends (its client left); returns how many. */
 unsigned gw_topic_drop_chan(struct gw_topics *ts, uint16_t chan);
 
@@ -98,8 +101,6 @@ static inline bool gw_topic_has_node(const struct gw_topic *t, uint16_t node)
 unsigned gw_topic_local(const struct gw_topics *ts, char (*names)[GW_DIR_NAME], uint32_t *ids,
 			unsigned max);
 
-/* dst becomes a copy of src (for readers). */
-void gw_topic_copy(struct gw_topics *dst, const struct gw_topics *src);
 
 /*
  * One peer's advertisement being put together from its SUBS records

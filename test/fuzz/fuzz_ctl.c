@@ -27,6 +27,7 @@
 #include "fz_input.h"
 #include "gw_ctl.h"
 #include "gw_dir.h"
+#include "gw_topic.h"
 
 #define CHECK(c)                                                                           \
 	do {                                                                               \
@@ -41,6 +42,7 @@
 #define FZ_NAMES 64
 
 static struct gw_dir dir;
+static struct gw_topics topics;
 static struct gw_ctl_peer peer[FZ_CLIENTS];
 
 /* What each client should hold, kept beside the directory: checking it
@@ -112,9 +114,35 @@ static int fz_node(void *ctx, struct gw_ctl_msg *m)
 	return 0;
 }
 
+static int fz_sub_add(void *ctx, const char *topic, uint16_t chan, unsigned policy,
+		      unsigned key_len)
+{
+	(void)ctx;
+	return gw_topic_subscribe(&topics, topic, gw_ctl_ep_id(topic), chan,
+				  policy == GW_CTL_SUB_LATEST ? GW_TOPIC_LATEST : GW_TOPIC_HOLD,
+				  (uint8_t)key_len);
+}
+
+static int fz_sub_del(void *ctx, const char *topic, uint16_t chan)
+{
+	(void)ctx;
+	return gw_topic_unsubscribe(&topics, topic, gw_ctl_ep_id(topic), chan);
+}
+
 static const struct gw_ctl_ops ops = {
 	.hello = fz_hello, .ep_add = fz_ep_add, .ep_del = fz_ep_del, .node = fz_node,
+	.sub_add = fz_sub_add, .sub_del = fz_sub_del,
 };
+
+/* Does chan subscribe to topic id, and how (policy, key length)? */
+static const struct gw_topic_sub *subscription(uint32_t id, uint16_t chan)
+{
+	const struct gw_topic *t = gw_topic_find(&topics, id);
+	for (unsigned k = 0; t && k < t->nsubs; k++)
+		if (t->sub[k].chan == chan)
+			return &t->sub[k];
+	return NULL;
+}
 
 static bool status_ok(uint32_t op, int st)
 {
@@ -129,6 +157,11 @@ static bool status_ok(uint32_t op, int st)
 		return st == 0 || st == -EPERM || st == -ENOENT || st == -EINVAL;
 	case GW_CTL_NODE:
 		return st == 0 || st == -ENOENT;
+	case GW_CTL_SUBSCRIBE:
+		return st == 0 || st == -ENOTCONN || st == -EINVAL || st == -EEXIST ||
+		       st == -ENOSPC;
+	case GW_CTL_UNSUBSCRIBE:
+		return st == 0 || st == -ENOENT || st == -EINVAL;
 	default:
 		return st == -EOPNOTSUPP;
 	}
@@ -144,7 +177,8 @@ static void request(unsigned k, struct fz_in *in)
 	sent.name[sizeof(sent.name) - 1] = '\0';
 	uint32_t id = gw_ctl_ep_id(sent.name);
 	uint16_t owner = gw_dir_find(&dir, id);
-	bool was_connected = peer[k].connected;
+	bool was_connected = peer[k].connected, subscribed = subscription(id, peer[k].chan);
+	unsigned ntopics = topics.n;
 	int fds[3];
 	int n = gw_ctl_serve(&ops, NULL, &peer[k], &m, fds);
 
@@ -152,6 +186,7 @@ static void request(unsigned k, struct fz_in *in)
 	if (peer[k].refused) {
 		CHECK(n == GW_CTL_HANGUP && m.status == -EACCES && !peer[k].connected);
 		CHECK(gw_dir_find(&dir, id) == owner);
+		CHECK(topics.n == ntopics);
 		return;
 	}
 	CHECK(status_ok(sent.op, m.status));
@@ -169,6 +204,20 @@ static void request(unsigned k, struct fz_in *in)
 			CHECK(gw_dir_find(&dir, id) == owner);
 		}
 	}
+	if (sent.op == GW_CTL_SUBSCRIBE) {
+		const struct gw_topic_sub *s = subscription(id, peer[k].chan);
+		unsigned policy = sent.arg & 0xff, key = sent.arg >> 8;
+		CHECK(m.arg == id);
+		if (m.status == 0)
+			CHECK(was_connected && sent.name[0] != GW_CTL_RESERVED && s &&
+			      s->policy == (policy == GW_CTL_SUB_LATEST ? GW_TOPIC_LATEST : GW_TOPIC_HOLD) &&
+			      s->key_len == key && (policy == GW_CTL_SUB_LATEST) == (key > 0));
+		else
+			CHECK(!!s == subscribed && topics.n == ntopics);
+	}
+	if (sent.op == GW_CTL_UNSUBSCRIBE)
+		CHECK(m.status == 0 ? subscribed && !subscription(id, peer[k].chan)
+				    : !subscribed && topics.n == ntopics);
 	if (sent.op == GW_CTL_UNREGISTER) {
 		if (m.status == 0) {
 			CHECK(owner == peer[k].chan && !gw_dir_find(&dir, id) &&
@@ -199,6 +248,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static bool ready;
 	if (!ready) {
 		gw_dir_init(&dir);
+		gw_topic_init(&topics);
 		ready = true;
 	}
 	for (unsigned k = 0; k < FZ_CLIENTS; k++) {
@@ -215,6 +265,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			 * as one that did not holds nothing, check_held says). */
 			if (peer[k].connected)
 				CHECK(gw_dir_drop_chan(&dir, peer[k].chan) == held[k].n);
+			gw_topic_drop_chan(&topics, peer[k].chan);
+			CHECK(!gw_topic_count_chan(&topics, peer[k].chan));
 			held[k].n = 0;
 			peer[k].connected = false;
 		} else {
@@ -229,5 +281,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			CHECK(gw_dir_del(&dir, held[k].name[i], gw_ctl_ep_id(held[k].name[i]),
 					 peer[k].chan) == 0);
 	CHECK(dir.n == 0);
+	for (unsigned k = 0; k < FZ_CLIENTS; k++)
+		gw_topic_drop_chan(&topics, peer[k].chan);
+	CHECK(topics.n == 0 && topics.dir.n == 0);
 	return 0;
 }

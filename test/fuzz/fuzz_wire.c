@@ -98,6 +98,9 @@ static bool all_bytes(const void *p, size_t n, uint8_t v)
 	return true;
 }
 
+/* The most entries one SUBS record of a jumbo frame can hold. */
+#define GW_SUBS_MAX_FZ ((GW_FRAME_MAX - GW_FRAME_MIN - GW_REC_HLEN) / GW_SUBS_ENTRY + 1)
+
 /* Walk a parsed payload the way the gateway does, on an exact-size copy. */
 static void walk_payload(const struct gw_hdr *h, const uint8_t *payload)
 {
@@ -110,7 +113,7 @@ static void walk_payload(const struct gw_hdr *h, const uint8_t *payload)
 	struct gw_rec r;
 	int rc;
 	while ((rc = gw_wire_rec_next(pl, len, &off, &r)) == 1) {
-		CHECK(r.kind == GW_RK_MSG || r.kind == GW_RK_REJECT);
+		CHECK(r.kind >= GW_RK_MSG && r.kind <= GW_RK_SUBS);
 		CHECK(r.data == pl + prev + GW_REC_HLEN);
 		CHECK(off == prev + GW_REC_HLEN + r.len && off <= len);
 		touch(r.data, r.len);
@@ -118,6 +121,18 @@ static void walk_payload(const struct gw_hdr *h, const uint8_t *payload)
 			/* Its data as the receiver reads it: whole, or refused. */
 			struct gw_reject_body rj;
 			CHECK((gw_wire_reject_get(r.data, r.len, &rj) == 0) == (r.len >= GW_REJECT_LEN));
+		}
+		if (r.kind == GW_RK_SUBS) {
+			/* An advertisement's part: whole and consistent, or refused. */
+			static char names[GW_SUBS_MAX_FZ][GW_NAME_MAX];
+			static uint32_t ids[GW_SUBS_MAX_FZ];
+			struct gw_subs_hdr sh;
+			if (gw_wire_subs_get(r.data, r.len, &sh, names, ids, GW_SUBS_MAX_FZ) == 0) {
+				CHECK(r.len == GW_SUBS_HLEN + (size_t)sh.n * GW_SUBS_ENTRY);
+				CHECK((uint32_t)sh.first + sh.n <= sh.total);
+				for (unsigned i = 0; i < sh.n; i++)
+					CHECK(ids[i] && memchr(names[i], '\0', GW_NAME_MAX));
+			}
 		}
 		prev = off;
 		nrec++;

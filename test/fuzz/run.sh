@@ -61,7 +61,8 @@ flock 8
 # shellcheck disable=SC2054  # the commas belong to -fsanitize
 CFLAGS=(-std=gnu11 -g -O1 -march=corei7 -Wall -Wextra -Wno-unused-parameter
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-    -I lib/wire -I lib/proto -I lib/auth -I lib/config -I lib/chan -I lib/dir -I drivers -I test/fuzz)
+    -I lib/wire -I lib/proto -I lib/auth -I lib/config -I lib/chan -I lib/dir -I lib/topic -I drivers
+    -I test/fuzz)
 WIRE="lib/wire/gw_wire.c lib/wire/gw_crc32c.c"
 # The code each target is for: compiled in (instrumented), and what
 # --coverage reports on.
@@ -71,14 +72,14 @@ declare -A SRCS=(
     [auth]="lib/auth/gw_auth.c $WIRE"
     [config]="lib/config/gw_config.c drivers/gw_port.c drivers/gw_af_packet.c drivers/gw_pci.c drivers/gw_tap.c drivers/gw_vhost.c $WIRE"
     [chan]="lib/chan/gw_chan_gw.c lib/chan/gw_chan_client.c"
-    [ctl]="lib/chan/gw_ctl.c lib/dir/gw_dir.c"
+    [ctl]="lib/chan/gw_ctl.c lib/dir/gw_dir.c lib/topic/gw_topic.c"
 )
 # What --coverage reports on: the code each target is for, without the
 # helpers it links (the lane's frames, the drivers' open paths).
 declare -A COVER=(
     [wire]="$WIRE" [lane]="lib/proto/gw_lane.c lib/proto/gw_cc.c" [auth]="lib/auth/gw_auth.c"
     [config]="lib/config/gw_config.c" [chan]="lib/chan/gw_chan_gw.c"
-    [ctl]="lib/chan/gw_ctl.c lib/dir/gw_dir.c"
+    [ctl]="lib/chan/gw_ctl.c lib/dir/gw_dir.c lib/topic/gw_topic.c"
 )
 # DPDK's headers and libraries (rte_cfgfile, rte_ring, the drivers' ethdev
 # calls) and the AEADs' own code: not instrumented, linked as they are.

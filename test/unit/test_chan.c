@@ -395,6 +395,19 @@ static int ctl_ep(void *ctx, const char *name, uint16_t chan)
 	ctl_calls++;
 	return 0;
 }
+static int ctl_sub_add(void *ctx, const char *name, uint16_t chan, unsigned policy,
+		       unsigned key_len)
+{
+	(void)ctx, (void)name, (void)chan, (void)policy, (void)key_len;
+	ctl_calls++;
+	return 0;
+}
+static int ctl_sub_del(void *ctx, const char *name, uint16_t chan)
+{
+	(void)ctx, (void)name, (void)chan;
+	ctl_calls++;
+	return 0;
+}
 static int ctl_node_none(void *ctx, struct gw_ctl_msg *m)
 {
 	(void)ctx, (void)m;
@@ -404,7 +417,8 @@ static int ctl_node_none(void *ctx, struct gw_ctl_msg *m)
 static int serve(struct gw_ctl_peer *p, uint32_t op, uint32_t arg, const char *name, int *nfds)
 {
 	static const struct gw_ctl_ops ops = { .hello = ctl_hello_ok, .ep_add = ctl_ep,
-					       .ep_del = ctl_ep, .node = ctl_node_none };
+					       .ep_del = ctl_ep, .node = ctl_node_none,
+					       .sub_add = ctl_sub_add, .sub_del = ctl_sub_del };
 	struct gw_ctl_msg m = { .op = op, .arg = arg };
 	memset(m.name, 'x', sizeof(m.name)); /* not terminated: the server ends it */
 	if (name)
@@ -467,6 +481,7 @@ static void test_ctl_serve(void)
 	CU_ASSERT_EQUAL(serve(&refused, GW_CTL_HELLO, GW_CTL_VERSION, NULL, &n), -EACCES);
 	CU_ASSERT_EQUAL(n, GW_CTL_HANGUP);
 	CU_ASSERT_EQUAL(serve(&p, GW_CTL_REGISTER, 0, "sink", &n), -ENOTCONN);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_SUBSCRIBE, GW_CTL_SUB_HOLD, "volts", &n), -ENOTCONN);
 	CU_ASSERT_EQUAL(serve(&p, GW_CTL_HELLO, GW_CTL_VERSION + 1, NULL, &n), -EPROTONOSUPPORT);
 	CU_ASSERT_EQUAL(ctl_calls, 0); /* nothing reached the gateway yet */
 	CU_ASSERT_EQUAL(serve(&p, GW_CTL_HELLO, GW_CTL_VERSION, NULL, &n), 0);
@@ -485,6 +500,18 @@ static void test_ctl_serve(void)
 	CU_ASSERT_EQUAL(serve(&p, GW_CTL_NODE, 1, NULL, &n), -ENOENT);
 	CU_ASSERT_EQUAL(serve(&p, 77, 0, NULL, &n), -EOPNOTSUPP);
 	CU_ASSERT_EQUAL(ctl_calls, 3);
+	/* Subscriptions: a policy and a key length that go together. */
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_SUBSCRIBE, 2, "volts", &n), -EINVAL);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_SUBSCRIBE, GW_CTL_SUB_LATEST, "volts", &n), -EINVAL);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_SUBSCRIBE, GW_CTL_SUB_HOLD | 8 << 8, "volts", &n), -EINVAL);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_SUBSCRIBE, GW_CTL_SUB_LATEST | 65 << 8, "volts", &n),
+			-EINVAL);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_SUBSCRIBE, GW_CTL_SUB_HOLD, "~x", &n), -EINVAL);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_UNSUBSCRIBE, 0, "a b", &n), -EINVAL);
+	CU_ASSERT_EQUAL(ctl_calls, 3);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_SUBSCRIBE, GW_CTL_SUB_LATEST | 64 << 8, "volts", &n), 0);
+	CU_ASSERT_EQUAL(serve(&p, GW_CTL_UNSUBSCRIBE, 0, "volts", &n), 0);
+	CU_ASSERT_EQUAL(ctl_calls, 5);
 }
 /*
  * Settling: a prefix of each class's sends, moved by checkpoints (the
