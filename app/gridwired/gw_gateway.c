@@ -169,6 +169,7 @@ static int init_roles(struct gw_gateway *g, uint64_t auth_start)
 		    (rc = gw_worker_init(lc->w, &g->node, &g->peers, (uint16_t)k, &lc->txq, &lc->st,
 					 &g->loops[k])) < 0)
 			return g->loops[k].ring ? rc : -ENOMEM;
+		lc->w->topics = &g->ctl.topics.cur;
 	}
 	/* Receivers and the control role reach workers through proxies. */
 	for (unsigned i = 0; i < l->n; i++) {

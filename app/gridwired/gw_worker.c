@@ -136,8 +136,23 @@ static int batch_reject(void *ctx, struct gw_chan *c, const struct gw_chan_msg *
 	return reject_add(w, &rj);
 }
 
+_Static_assert(GW_TOPIC_NODES == GW_MAX_NODES, "a topic's nodes are the batcher's");
+
+/* The nodes with subscribers to topic: peers that said so, and this one. */
+static void batch_fanout(void *ctx, uint32_t topic, uint64_t *nodes)
+{
+	const struct gw_worker *w = ((struct gw_worker_class *)ctx)->w;
+	const struct gw_topic *t = gw_topic_find(__atomic_load_n(w->topics, __ATOMIC_ACQUIRE), topic);
+	if (!t)
+		return;
+	memcpy(nodes, t->nodes, sizeof(t->nodes));
+	uint16_t self = w->node->cfg->node_id;
+	if (t->nsubs)
+		nodes[self / 64] |= 1ull << (self % 64);
+}
+
 static const struct gw_batch_ops batch_ops = {
-	.open = batch_open, .ship = batch_ship, .reject = batch_reject,
+	.open = batch_open, .ship = batch_ship, .reject = batch_reject, .fanout = batch_fanout,
 };
 
 /* REJECTs owed to peers' senders ride in front of the next messages; one

@@ -20,6 +20,7 @@
 #include "gw_batch.h"
 #include "gw_chan.h"
 #include "gw_peers.h"
+#include "gw_topic.h"
 #include "gw_txq.h"
 #include "gw_worker_proxy.h"
 
@@ -41,6 +42,9 @@ struct gw_worker {
 	struct gw_txq *txq;         /* its lcore's */
 	struct gw_counters *st;     /* its lcore's */
 	struct gw_loopback *loop;   /* frames for this node, to its receiver */
+	/* The topics as the control role publishes them (a struct gw_topics,
+	 * read between two quiescent states): where publications go. */
+	void *const *topics;
 	/* Settling what its channels sent (gw_chan_checkpoint): frames are
 	 * numbered (serial, the last one shipped); loopback frames' serials in
 	 * the order shipped, from loop_shipped back; every frame numbered below

@@ -126,6 +126,10 @@ static void worker_up(void)
 	int rc = gw_worker_init(&worker, &node, &peers, 0, &txq, &st, &loop);
 	if (!loop.ring || rc < 0)
 		die("worker", rc ? rc : -ENOMEM);
+	static struct gw_topics no_topics; /* nothing is published here */
+	static void *no_topics_at = &no_topics;
+	gw_topic_init(&no_topics);
+	worker.topics = &no_topics_at;
 	if (gw_worker_proxy_init(&wpx, &worker, 0, true,
 				 GW_PROXY_ACKS | GW_PROXY_REJECTS | GW_PROXY_CMDS) < 0)
 		die("worker proxy", -ENOMEM);

@@ -70,6 +70,46 @@ static int reject(struct gw_batcher *b, struct gw_chan *c, const struct gw_chan_
 	return rc;
 }
 
+/*
+ * Publication m of channel c to every node that subscribes to its topic,
+ * one PUB record each. -EAGAIN when a lane is full: the next pass takes
+ * it up where it stopped.
+ */
+static int publish(struct gw_batcher *b, const struct gw_chan *c, const struct gw_chan_msg *m)
+{
+	if (b->fan_chan != c || b->fan_msg != m->msg_id) {
+		memset(b->fan_left, 0, sizeof(b->fan_left));
+		b->ops->fanout(b->ctx, m->ep, b->fan_left);
+		b->fan_chan = c;
+		b->fan_msg = m->msg_id;
+		bool any = false;
+		for (unsigned w = 0; w < GW_MAX_NODES / 64; w++)
+			any |= b->fan_left[w] != 0;
+		b->pub_unsubscribed += !any;
+	}
+	for (unsigned w = 0; w < GW_MAX_NODES / 64; w++)
+		while (b->fan_left[w]) {
+			uint16_t node = (uint16_t)(w * 64 + (unsigned)__builtin_ctzll(b->fan_left[w]));
+			int err = 0;
+			struct gw_batch_frame *f = frame_for(b, node, m->len, &err);
+			if (err == -EAGAIN)
+				return -EAGAIN;
+			struct gw_rec r = {
+				.kind = GW_RK_PUB, .len = m->len, .dst_ep = m->ep,
+				.src_chan = (uint16_t)c->chan_id, .msg_id = m->msg_id, .data = m->data,
+			};
+			if (f && gw_wire_rec_put(f->payload, f->cap, &f->used, &r) == 0) {
+				f->nrec++;
+				b->pub_records++;
+			} else {
+				b->pub_unreachable++; /* its node is not up (or, msg_max said no, too big) */
+			}
+			b->fan_left[w] &= b->fan_left[w] - 1;
+		}
+	b->fan_chan = NULL;
+	return 0;
+}
+
 /* Pack up to quantum messages of one channel; false if a window stopped it. */
 static bool drain(struct gw_batcher *b, struct gw_chan *c, unsigned *taken)
 {
@@ -81,6 +121,11 @@ static bool drain(struct gw_batcher *b, struct gw_chan *c, unsigned *taken)
 			return true;
 		unsigned i;
 		for (i = 0; i < n; i++) {
+			if (m[i].node == GW_CHAN_NODE_TOPIC) {
+				if (publish(b, c, &m[i]) == -EAGAIN)
+					break;
+				continue;
+			}
 			int err = 0;
 			struct gw_batch_frame *f = frame_for(b, m[i].node, m[i].len, &err);
 			if (!f && err != -EAGAIN)

@@ -9,6 +9,11 @@
  * It never waits for a frame to fill: at low load a frame carries one
  * message, under load the backlog is the batch.
  *
+ * A message published to a topic (node GW_CHAN_NODE_TOPIC) goes as one
+ * PUB record to each node that subscribes (`fanout` says which, this node
+ * included for its own subscribers); a lane that is full stops it, and the
+ * next pass goes on with the nodes it had not reached: none gets two.
+ *
  * The batcher knows nothing of mbufs or lanes: `open` hands it a payload
  * buffer for a node (or says the lane's window is full, or the node is
  * unknown), `ship` takes a finished one. A full window leaves the rest of
@@ -49,6 +54,8 @@ struct gw_batch_ops {
 	 * leaves the message (and the rest of its channel) for a later pass.
 	 */
 	int (*reject)(void *ctx, struct gw_chan *c, const struct gw_chan_msg *m, int err);
+	/* The nodes with subscribers to topic, as a set of GW_MAX_NODES bits. */
+	void (*fanout)(void *ctx, uint32_t topic, uint64_t *nodes);
 };
 
 struct gw_batcher {
@@ -61,8 +68,16 @@ struct gw_batcher {
 	unsigned first;    /* where the next pass starts: after the channel a window cut off */
 	uint16_t open_nodes[GW_MAX_NODES];
 	struct gw_batch_frame open[GW_MAX_NODES];
+	/* A publication a full lane stopped: its channel, number, and the
+	 * nodes it has still to go to. */
+	const struct gw_chan *fan_chan;
+	uint32_t fan_msg;
+	uint64_t fan_left[GW_MAX_NODES / 64];
 	/* counters */
 	uint64_t msgs, frames, rejects;
+	uint64_t pub_records;      /* PUB records made: one per subscribing node */
+	uint64_t pub_unsubscribed; /* publications to a topic nobody subscribes to */
+	uint64_t pub_unreachable;  /* PUB records not made: the node cannot be reached */
 	uint64_t full_stops; /* passes that left a channel waiting on a window */
 };
 

@@ -24,6 +24,7 @@ struct fake {
 	unsigned nrej;
 	int rej_err[64];
 	uint32_t rej_id[64];
+	uint64_t subscribers[GW_MAX_NODES / 64]; /* the nodes of topic 77 */
 };
 
 static int f_open(void *ctx, uint16_t node, struct gw_batch_frame *bf)
@@ -60,7 +61,15 @@ static int f_reject(void *ctx, struct gw_chan *c, const struct gw_chan_msg *m, i
 	return 0;
 }
 
-static const struct gw_batch_ops ops = { .open = f_open, .ship = f_ship, .reject = f_reject };
+static void f_fanout(void *ctx, uint32_t topic, uint64_t *nodes)
+{
+	struct fake *k = ctx;
+	if (topic == 77)
+		memcpy(nodes, k->subscribers, sizeof(k->subscribers));
+}
+
+static const struct gw_batch_ops ops = { .open = f_open, .ship = f_ship, .reject = f_reject,
+					 .fanout = f_fanout };
 static const struct gw_chan_params params = { .ring_count = 4096, .arena_size = 1 << 20, .msg_max = 8192,
 						 .rx_parts = 1 };
 
@@ -223,6 +232,58 @@ static void test_unreachable_rejected(void)
 	rig_fini(&r);
 }
 
+/* PUB records of frame i, to node: their numbers into got[], how many. */
+static unsigned pubs_in(struct rig *r, unsigned i, uint16_t node, uint32_t *got)
+{
+	size_t off = 0;
+	struct gw_rec rec;
+	unsigned n = 0;
+	while (r->k->f[i].node == node &&
+	       gw_wire_rec_next(r->k->f[i].buf, r->k->f[i].used, &off, &rec) == 1)
+		if (rec.kind == GW_RK_PUB && rec.dst_ep == 77 && rec.src_chan == 10)
+			memcpy(&got[n++], rec.data, 4);
+	return n;
+}
+
+/*
+ * A publication: one PUB record per subscribing node, in order; a full
+ * lane stops it, and the next pass reaches only the nodes it had not (no
+ * node gets one twice); a node that cannot be reached is skipped, and a
+ * topic without subscribers is not an error.
+ */
+static void test_publish(void)
+{
+	struct rig r;
+	rig_init(&r, 0, 4096, 1);
+	r.k->subscribers[0] = 1u << 2 | 1u << 3 | 1u << 5;
+	r.k->unreachable = 5;
+	send_n(&r, 0, GW_CHAN_NODE_TOPIC, 0, 3);
+	/* A window of one frame: node 2 gets message 0, node 3 waits. */
+	CU_ASSERT_EQUAL(gw_batch_pass(&r.b, r.chans, 1), 0);
+	CU_ASSERT_EQUAL(r.k->nframes, 1);
+	r.k->window = 10;
+	CU_ASSERT_EQUAL(gw_batch_pass(&r.b, r.chans, 1), 3);
+	uint32_t got[2][8], n[2] = { 0, 0 };
+	for (unsigned i = 0; i < r.k->nframes; i++)
+		for (unsigned k = 0; k < 2; k++)
+			n[k] += pubs_in(&r, i, (uint16_t)(2 + k), got[k] + n[k]);
+	CU_ASSERT(n[0] == 3 && n[1] == 3);
+	for (unsigned k = 0; k < 2; k++)
+		for (unsigned j = 0; j < n[k] && j < 3; j++)
+			CU_ASSERT_EQUAL(got[k][j], j);
+	CU_ASSERT_EQUAL(r.b.pub_records, 6);
+	CU_ASSERT_EQUAL(r.b.pub_unreachable, 3);
+	CU_ASSERT_EQUAL(r.k->nrej, 0);
+	/* Nobody subscribes: taken, counted. */
+	memset(r.k->subscribers, 0, sizeof(r.k->subscribers));
+	send_n(&r, 0, GW_CHAN_NODE_TOPIC, 3, 2);
+	unsigned frames = r.k->nframes;
+	CU_ASSERT_EQUAL(gw_batch_pass(&r.b, r.chans, 1), 2);
+	CU_ASSERT_EQUAL(r.k->nframes, frames);
+	CU_ASSERT_EQUAL(r.b.pub_unsubscribed, 2);
+	rig_fini(&r);
+}
+
 /* Two destinations: one open frame each, per-sender order within each. */
 static void test_two_destinations(void)
 {
@@ -296,6 +357,7 @@ static const struct gw_test_case cases[] = {
 	{ "batching off: one per frame", test_batching_off },
 	{ "full window holds the channel", test_window_backpressure },
 	{ "unreachable node rejected", test_unreachable_rejected },
+	{ "a publication: one record per subscribing node, never two", test_publish },
 	{ "two destinations keep order", test_two_destinations },
 	{ "a window opening a frame at a time serves every channel", test_window_fairness },
 	{ "quantum fairness", test_quantum_fairness },
