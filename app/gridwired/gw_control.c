@@ -212,6 +212,11 @@ static void free_slot(struct gw_control *ctl, struct gw_client *cl)
 {
 	if (cl->chan.shm)
 		gw_chan_close(&cl->chan);
+	for (unsigned r = 0; r < GW_RECEIVERS_MAX; r++)
+		if (cl->rx[r].latest) {
+			gw_conflate_free(cl->rx[r].latest);
+			free(cl->rx[r].latest);
+		}
 	memset(cl, 0, sizeof(*cl));
 }
 

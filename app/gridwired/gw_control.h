@@ -19,6 +19,7 @@
 #include <rte_rcu_qsbr.h>
 
 #include "gw_chan.h"
+#include "gw_conflate.h"
 #include "gw_deliver.h"
 #include "gw_dir.h"
 #include "gw_node.h"
@@ -31,6 +32,11 @@ struct gw_peers;
 struct gw_client_rx {
 	alignas(64) struct gw_deliver_hold hold;
 	bool unpublished; /* delivered into since the receiver last published */
+	/* A latest subscriber's messages while its ring is full (made by
+	 * the receiver, freed with the client's slot), and whether the
+	 * receiver has it in its list to drain. */
+	struct gw_conflate *latest;
+	bool draining;
 };
 
 struct gw_client {

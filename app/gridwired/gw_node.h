@@ -87,6 +87,13 @@ struct gw_counters {
 	uint64_t lane_handoffs, auth_handoffs, handoffs_lost;
 	uint64_t urgent_msgs_out, urgent_msgs_in, urgent_frames, urgent_retrans;
 	uint64_t wakes_deferred, wakes_at_age; /* clients asleep on a receiver's CPU (lib/deliver) */
+	/* topics, at a subscriber's gateway: PUB records in, deliveries into
+	 * subscribers, those a latest subscriber's store took (then replaced
+	 * by a newer of their key, or given way for room), deliveries refused
+	 * (a hold subscriber full past the bound, or too big for its ring),
+	 * records for a topic nobody here subscribes to (any more) */
+	uint64_t pub_in, pub_delivered, pub_stored, pub_conflated, pub_evicted, pub_refused;
+	uint64_t pub_unsubscribed_in;
 };
 /* Summed field by field as an array of counters. */
 _Static_assert(sizeof(struct gw_counters) % sizeof(uint64_t) == 0, "counters are uint64_t only");

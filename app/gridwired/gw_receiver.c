@@ -4,12 +4,16 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gw_receiver.h"
 
 #define GW_LOOP_BURST 64 /* loopback frames per step, so the lanes get their turn */
 #define GW_HANDOFFQ 1024 /* frames handed over from one lcore; full: dropped, sent again */
+/* A latest subscriber's store, per receiver: keys and bytes at most. */
+#define GW_RECEIVER_LATEST_KEYS 4096
+#define GW_RECEIVER_LATEST_BYTES (1u << 20)
 
 void gw_receiver_init(struct gw_receiver *rv, uint8_t id, const struct gw_node *node,
 		      struct gw_peers *peers, struct gw_control *ctl,
@@ -297,24 +301,200 @@ static bool reject_wait(struct gw_receiver *rv, uint64_t *held_ns)
 	return false;
 }
 
+/* Latest subscriber cl's store holds messages: drain it as its ring frees. */
+static void drain_later(struct gw_receiver *rv, struct gw_client *cl)
+{
+	if (cl->rx[rv->id].draining)
+		return;
+	cl->rx[rv->id].draining = true;
+	rv->draining[rv->ndraining++] = cl->chan_id; /* one per client: room for all */
+}
+
+/* Deliver what cl's store holds, oldest first, while its ring takes them.
+ * true when the store is empty. */
+static bool drain_one(struct gw_receiver *rv, struct gw_client *cl)
+{
+	struct gw_conflate *c = cl->rx[rv->id].latest;
+	const uint8_t *rec;
+	uint32_t len;
+	while (c && (rec = gw_conflate_front(c, &len))) {
+		struct gw_chan_desc d; /* stored unaligned, after the key */
+		memcpy(&d, rec, sizeof(d));
+		int rc = gw_chan_deliver(&cl->chan, rv->id, d, rec + sizeof(d));
+		if (rc == -ENOBUFS)
+			return false;
+		if (rc == 0) {
+			rv->st->pub_delivered++;
+			unpublished(rv, cl);
+		} else {
+			rv->st->pub_refused++; /* too big for its ring: as a hold subscriber's */
+		}
+		gw_conflate_pop(c);
+	}
+	return true;
+}
+
+/* The latest subscribers' stores, into their rings as these free. */
+static bool drain_stores(struct gw_receiver *rv)
+{
+	bool work = false;
+	for (unsigned i = 0; i < rv->ndraining;) {
+		struct gw_client *cl = gw_control_find_client(rv->ctl, rv->draining[i]);
+		if (cl) {
+			uint64_t before = rv->st->pub_delivered;
+			bool empty = drain_one(rv, cl);
+			work |= rv->st->pub_delivered != before;
+			if (!empty) {
+				i++;
+				continue;
+			}
+			cl->rx[rv->id].draining = false;
+		}
+		/* Empty, or the client left (control frees its store). */
+		rv->draining[i] = rv->draining[--rv->ndraining];
+	}
+	return work;
+}
+
+/* The bytes a latest subscriber's message is known by: its topic, then its
+ * first key_len bytes (all of it when shorter) and how many those are. */
+#define GW_PUB_KEY (4 + 1 + 64)
+_Static_assert(GW_PUB_KEY <= GW_CONFLATE_KEY_MAX, "a topic's key fits a store's");
+
+/* Latest subscriber cl's ring is full: keep d's message as the newest of
+ * its key (s's key_len) in cl's store. */
+static void store_latest(struct gw_receiver *rv, struct gw_client *cl,
+			 const struct gw_topic_sub *s, const struct gw_chan_desc *d,
+			 const void *data)
+{
+	struct gw_client_rx *x = &cl->rx[rv->id];
+	if (!x->latest) {
+		x->latest = calloc(1, sizeof(*x->latest));
+		if (!x->latest || gw_conflate_init(x->latest, GW_PUB_KEY, GW_RECEIVER_LATEST_KEYS,
+						   GW_RECEIVER_LATEST_BYTES) < 0) {
+			free(x->latest);
+			x->latest = NULL;
+			rv->st->pub_evicted++; /* no memory: as if given way */
+			return;
+		}
+	}
+	uint8_t key[GW_PUB_KEY] = { 0 };
+	uint32_t klen = d->len < s->key_len ? d->len : s->key_len;
+	memcpy(key, &d->ep, 4);
+	key[4] = (uint8_t)klen;
+	memcpy(key + 5, data, klen);
+	uint64_t evicted = x->latest->evicted;
+	int rc = gw_conflate_put(x->latest, key, sizeof(key), d, sizeof(*d), data, d->len);
+	rv->st->pub_stored += rc >= 0;
+	rv->st->pub_conflated += rc == 1;
+	rv->st->pub_evicted += x->latest->evicted - evicted + (rc < 0);
+	if (x->latest->n)
+		drain_later(rv, cl);
+}
+
 /*
- * Deliver the records of frame m from node src, from *cursor on (a byte
- * offset into its payload; *held_ns since when a REJECT there waits for
- * a worker's ring; one for a full local sender keeps its clock in that
- * sender's hold, gw_deliver_owed);
- * urgent is GW_CHAN_KIND_URGENT for a frame of that class, else 0.
- * Returns true when the frame is done with, false when it is held there.
+ * One subscriber's copy of a published message: 0 done (delivered, or
+ * kept in a latest subscriber's store), 1 hold the lane (a hold subscriber
+ * that is full, within the bound), or a negative errno: refused, its
+ * publisher is to be told.
+ */
+static int deliver_sub(struct gw_receiver *rv, struct gw_client *cl, const struct gw_topic_sub *s,
+		       const struct gw_chan_desc *d, const void *data)
+{
+	bool latest = s->policy == GW_TOPIC_LATEST;
+	/* A latest subscriber gets what its store holds first: order holds
+	 * across the switch. */
+	int rc = -ENOBUFS;
+	if (latest ? drain_one(rv, cl) : dest_open(rv, cl))
+		rc = gw_chan_deliver(&cl->chan, rv->id, *d, data);
+	if (rc == 0) {
+		rv->st->pub_delivered++;
+		unpublished(rv, cl);
+		return 0;
+	}
+	if (rc == -ENOBUFS && latest) {
+		store_latest(rv, cl, s, d, data);
+		return 0;
+	}
+	if (rc == -ENOBUFS && dest_hold(rv, cl))
+		return 1;
+	rv->st->pub_refused++;
+	return rc;
+}
+
+/*
+ * A PUB record from node src: a copy into each local subscriber of its
+ * topic, in channel order from at->sub on (the copies of a record held
+ * part-way are not made twice). A refused copy tells the publisher once
+ * per record (a REJECT with that errno, naming the topic and this node).
+ * true when the record is done with, false when the frame is held there.
+ */
+static bool deliver_pub(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
+			const struct gw_rec *r, struct gw_rx_cursor *at)
+{
+	const struct gw_topic *t = gw_control_find_topic(rv->ctl, r->dst_ep);
+	if (!at->sub)
+		rv->st->pub_in++;
+	if (!t || !t->nsubs) {
+		rv->st->pub_unsubscribed_in++; /* they left since its gateway sent it */
+		return true;
+	}
+	struct gw_chan_desc d = {
+		.len = r->len, .node = src, .ep = r->dst_ep, .chan = r->src_chan,
+		.kind = GW_RK_PUB | urgent,
+	};
+	for (unsigned k = 0; k < t->nsubs; k++) {
+		const struct gw_topic_sub *s = &t->sub[k];
+		if (s->chan < at->sub)
+			continue;
+		struct gw_client *cl = gw_control_find_client(rv->ctl, s->chan);
+		int rc = cl ? deliver_sub(rv, cl, s, &d, r->data) : 0;
+		if (rc == 1) {
+			at->sub = s->chan;
+			return false;
+		}
+		if (rc < 0 && !at->told) {
+			int q = reject_queue(rv, src, r, rc);
+			if (q == -EAGAIN || (q == -EBUSY && reject_wait(rv, &at->held_ns))) {
+				at->sub = s->chan; /* refused again then, and told */
+				return false;
+			}
+			at->told = true;
+		}
+		at->sub = (uint32_t)s->chan + 1;
+		at->held_ns = 0;
+	}
+	return true;
+}
+
+/*
+ * Deliver the records of frame m from node src, from at on (at->off: a
+ * byte offset into its payload; at->held_ns: since when a REJECT there
+ * waits for a worker's ring; one for a full local sender keeps its clock
+ * in that sender's hold, gw_deliver_owed); urgent is GW_CHAN_KIND_URGENT
+ * for a frame of that class, else 0. Returns true when the frame is done
+ * with, false when it is held there.
  */
 static bool deliver_frame(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
-			  struct rte_mbuf *m, uint32_t *cursor, uint64_t *held_ns, bool *work)
+			  struct rte_mbuf *m, struct gw_rx_cursor *at, bool *work)
 {
 	const uint8_t *pl = rte_pktmbuf_mtod(m, uint8_t *) + GW_FRAME_MIN;
-	size_t len = m->pkt_len - GW_FRAME_MIN, off = *cursor;
+	size_t len = m->pkt_len - GW_FRAME_MIN, off = at->off;
+	uint64_t *held_ns = &at->held_ns;
 	struct gw_rec r;
 	int more;
 	bool done = true;
 	while ((more = gw_wire_rec_next(pl, len, &off, &r)) == 1) {
 		struct gw_client *cl = NULL;
+		if (r.kind == GW_RK_PUB || r.kind == GW_RK_SUBS) {
+			if (r.kind == GW_RK_PUB && !deliver_pub(rv, src, urgent, &r, at)) {
+				done = false;
+				break;
+			}
+			*at = (struct gw_rx_cursor){ .off = (uint32_t)off };
+			*work = true;
+			continue;
+		}
 		int rc = deliver_rec(rv, src, urgent, &r, &cl);
 		if (rc == -EAGAIN || (rc == -EBUSY && reject_wait(rv, held_ns))) {
 			done = false;
@@ -336,8 +516,7 @@ static bool deliver_frame(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 		} else if (cl) {
 			unpublished(rv, cl);
 		}
-		*cursor = (uint32_t)off;
-		*held_ns = 0;
+		*at = (struct gw_rx_cursor){ .off = (uint32_t)off };
 		*work = true;
 	}
 	if (!done)
@@ -396,7 +575,7 @@ static bool deliver_lanes(struct gw_receiver *rv, unsigned from, unsigned to)
 			struct gw_lane_rx *rx = &p->rx[l];
 			struct rte_mbuf *m;
 			while ((m = gw_lane_rx_head(rx)) &&
-			       deliver_frame(rv, node, urgent, m, &rx->cursor, &rx->held_ns, &work)) {
+			       deliver_frame(rv, node, urgent, m, &rx->at, &work)) {
 				rx->msgs += gw_wire_nrec(rte_pktmbuf_mtod(m, uint8_t *));
 				if (!urgent) {
 					gw_cc_budget_delivered(&rv->budget, m->pkt_len);
@@ -429,14 +608,12 @@ static bool deliver_loops(struct gw_receiver *rv)
 			if (!l->head) {
 				if (rte_ring_sc_dequeue(l->lb->ring, (void **)&l->head))
 					break;
-				l->cursor = 0;
-				l->held_ns = 0;
+				l->at = (struct gw_rx_cursor){ 0 };
 			}
 			/* The worker marked the class of a frame for this node in
 			 * hash.usr: it has no header. */
 			uint16_t urgent = l->head->hash.usr ? GW_CHAN_KIND_URGENT : 0;
-			if (!deliver_frame(rv, self, urgent, l->head, &l->cursor, &l->held_ns,
-					   &work))
+			if (!deliver_frame(rv, self, urgent, l->head, &l->at, &work))
 				break;
 			rte_pktmbuf_free(l->head);
 			l->head = NULL;
@@ -469,6 +646,7 @@ bool gw_receiver_step(struct gw_receiver *rv, uint64_t now)
 	work |= deliver_lanes(rv, GW_LANES_MAX, GW_LANE_SLOTS);
 	work |= deliver_lanes(rv, 0, GW_LANES_MAX);
 	work |= deliver_loops(rv);
+	work |= drain_stores(rv);
 	if (rv->nunpub)
 		show_all(rv);
 	/* The worker settles its senders' messages on this count: only what

@@ -34,8 +34,7 @@ struct gw_handoff {
 struct gw_loop {
 	struct gw_loopback *lb;
 	struct rte_mbuf *head;
-	uint32_t cursor;
-	uint64_t held_ns;
+	struct gw_rx_cursor at;
 	uint64_t finished; /* frames delivered in full: lb->done once shown */
 };
 
@@ -72,6 +71,10 @@ struct gw_receiver {
 	struct gw_cc_budget budget;
 	unsigned active;
 	uint8_t peer_lanes[GW_MAX_NODES];
+	/* Latest subscribers (topics) whose store holds messages, by channel
+	 * id: drained into their rings as these free, before anything newer. */
+	uint16_t draining[GW_CONFIG_CLIENTS_MAX];
+	unsigned ndraining;
 	/* when each node was last heard on this lcore's queues (the peers role reads it) */
 	alignas(64) uint64_t heard[GW_MAX_NODES];
 };

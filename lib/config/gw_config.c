@@ -194,7 +194,7 @@ static const struct gw_key gw_keys[GW_NKEYS] = {
 	[GW_K_ARENA_KB] = GW_POW2("chan", "arena_kb", arena_kb, 64, 262144),
 	/* Descriptors carry a 16-bit length. */
 	[GW_K_MSG_MAX] = GW_NUM("chan", "msg_max", msg_max, 1, UINT16_MAX),
-	[GW_K_CLIENTS_MAX] = GW_NUM("chan", "clients_max", clients_max, 1, 4096),
+	[GW_K_CLIENTS_MAX] = GW_NUM("chan", "clients_max", clients_max, 1, GW_CONFIG_CLIENTS_MAX),
 	[GW_K_DEST_BLOCK] = GW_NUM("chan", "dest_block_ms", dest_block_ms, 0, 60000),
 	[GW_K_STRATEGY] = GW_CHOICE("idle", "strategy", idle, gw_strategies),
 	[GW_K_SPIN_POLLS] = GW_NUM("idle", "spin_polls", spin_polls, 0, 1000000),

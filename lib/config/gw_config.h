@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define GW_CONFIG_CLIENTS_MAX 4096 /* [chan] clients_max at most */
+
 #include "gw_wire.h"
 
 #define GW_CONFIG_MAX_MEMBERS 4
@@ -75,7 +77,7 @@ struct gw_config {
 	unsigned ring_count;     /* descriptors per direction, power of two */
 	unsigned arena_kb;       /* arena per direction, power of two */
 	unsigned msg_max;
-	unsigned clients_max;
+	unsigned clients_max;    /* at most GW_CONFIG_CLIENTS_MAX */
 	unsigned dest_block_ms;  /* a full destination ring rejects after this long */
 	/* [idle] */
 	enum gw_idle_strategy idle;

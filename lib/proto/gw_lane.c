@@ -374,14 +374,12 @@ enum gw_lane_rx_verdict gw_lane_rx_accept_on(struct gw_lane_rx *rx, const struct
 		rx->active = true;
 		rx->epoch = h->epoch;
 		rx->next = rx->top = h->base;
-		rx->cursor = 0;
-		rx->held_ns = 0;
+		rx->at = (struct gw_rx_cursor){ 0 };
 	} else if (gw_seq_before(rx->next, h->base)) {
 		/* The sender saw [next, base) acked: an earlier receiver delivered it. */
 		gw_lane_rx_drop(rx, h->base);
 		rx->next = h->base;
-		rx->cursor = 0;
-		rx->held_ns = 0;
+		rx->at = (struct gw_rx_cursor){ 0 };
 	}
 	rx->frames++;
 	if (gw_seq_before(rx->top, rx->next))
@@ -414,8 +412,7 @@ void gw_lane_rx_pop(struct gw_lane_rx *rx)
 	rx->release(*slot, rx->ctx);
 	*slot = NULL;
 	rx->next++;
-	rx->cursor = 0;
-	rx->held_ns = 0;
+	rx->at = (struct gw_rx_cursor){ 0 };
 	rx->ack_due = true;
 }
 

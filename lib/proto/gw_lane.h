@@ -78,15 +78,21 @@ struct gw_lane_tx {
 	uint64_t rtt_hist[GW_LANE_RTT_BUCKETS], rtt_sum_ns;
 };
 
+/* A caller's progress in a frame it delivers piece by piece (a record may
+ * go to several destinations); zeroed with a new head frame. */
+struct gw_rx_cursor {
+	uint32_t off;     /* records or bytes done */
+	uint32_t sub;     /* in the record at off: destinations from this id on are to do */
+	bool told;        /* that record's sender has been told of it once */
+	uint64_t held_ns; /* since when it is held there (0: not held) */
+};
+
 struct gw_lane_rx {
 	alignas(64) bool active;
 	uint32_t epoch; /* of the sender this state belongs to */
 	uint32_t next;  /* next seq to deliver */
 	uint32_t win;
-	/* caller's progress in the head frame (records or bytes), and since
-	 * when it has been held there (0: not held); zeroed with a new head */
-	uint32_t cursor;
-	uint64_t held_ns;
+	struct gw_rx_cursor at; /* the caller's progress in the head frame */
 	uint64_t busy_ns; /* the caller's: when it last delivered a frame */
 	uint32_t top;     /* one past the highest seq seen since the last reset */
 	bool ack_due;

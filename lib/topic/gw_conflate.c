@@ -95,18 +95,23 @@ static void append(struct gw_conflate *c, uint32_t x)
 	c->tail = x;
 }
 
-int gw_conflate_put(struct gw_conflate *c, const void *msg, size_t msg_len, const void *rec,
-		    uint32_t len)
+int gw_conflate_put(struct gw_conflate *c, const void *msg, size_t msg_len, const void *head,
+		    uint32_t head_len, const void *body, uint32_t body_len)
 {
 	uint32_t kl = msg_len < c->key_len ? (uint32_t)msg_len : c->key_len;
+	uint32_t len = head_len + body_len;
 	size_t need = (size_t)kl + len;
 	if (need > c->max_bytes)
 		return -EMSGSIZE;
 	uint8_t *mem = malloc(need ? need : 1);
 	if (!mem)
 		return -ENOMEM;
-	memcpy(mem, msg, kl);
-	memcpy(mem + kl, rec, len);
+	if (kl)
+		memcpy(mem, msg, kl);
+	if (head_len)
+		memcpy(mem + kl, head, head_len);
+	if (body_len)
+		memcpy(mem + kl + head_len, body, body_len);
 	uint32_t h = key_hash(mem, kl);
 	int replaced = 0;
 	for (uint32_t x = c->bucket[h & c->bucket_mask]; x; x = c->e[x - 1].chain) {

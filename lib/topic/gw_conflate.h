@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GW_CONFLATE_KEY_MAX 64 /* longest key, bytes */
+#define GW_CONFLATE_KEY_MAX 72 /* longest key, bytes (a topic's: id, length, 64 bytes) */
 
 struct gw_conflate_entry;
 
@@ -49,13 +49,14 @@ int gw_conflate_init(struct gw_conflate *c, uint32_t key_len, uint32_t max_keys,
 void gw_conflate_free(struct gw_conflate *c);
 
 /*
- * Keep rec (len bytes) as the newest of its key: the first key_len bytes
- * of msg (all of it when shorter). 0 when the key was new, 1 when it
- * replaced a waiting one; -EMSGSIZE when key and rec alone exceed
- * max_bytes, -ENOMEM when no memory (the store is as it was).
+ * Keep a record, head (head_len bytes) then body (body_len bytes), as the
+ * newest of its key: the first key_len bytes of msg (all of it when
+ * shorter). 0 when the key was new, 1 when it replaced a waiting one;
+ * -EMSGSIZE when key and record alone exceed max_bytes, -ENOMEM when no
+ * memory (the store is as it was).
  */
-int gw_conflate_put(struct gw_conflate *c, const void *msg, size_t msg_len, const void *rec,
-		    uint32_t len);
+int gw_conflate_put(struct gw_conflate *c, const void *msg, size_t msg_len, const void *head,
+		    uint32_t head_len, const void *body, uint32_t body_len);
 
 /* The oldest record waiting (NULL when none) and its length. */
 const void *gw_conflate_front(const struct gw_conflate *c, uint32_t *len);

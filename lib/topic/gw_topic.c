@@ -69,16 +69,25 @@ int gw_topic_subscribe(struct gw_topics *ts, const char *name, uint32_t id, uint
 		topic_put(ts, (unsigned)i);
 		return -ENOSPC;
 	}
-	t->sub[t->nsubs++] = s;
+	/* In channel order: a receiver that holds a publication part-way
+	 * through its subscribers goes on from a channel id, whatever
+	 * subscriptions came or went meanwhile. */
+	unsigned at = t->nsubs;
+	while (at && t->sub[at - 1].chan > chan) {
+		t->sub[at] = t->sub[at - 1];
+		at--;
+	}
+	t->sub[at] = s;
+	t->nsubs++;
 	ts->version += t->nsubs == 1; /* a topic this node now advertises */
 	return 0;
 }
 
-/* Take subscriber k off topic i, in place (order among subscribers is not kept). */
+/* Take subscriber k off topic i, keeping the others in channel order. */
 static void sub_del(struct gw_topics *ts, unsigned i, unsigned k)
 {
 	struct gw_topic *t = &ts->t[i];
-	t->sub[k] = t->sub[--t->nsubs];
+	memmove(&t->sub[k], &t->sub[k + 1], (--t->nsubs - k) * sizeof(t->sub[0]));
 	ts->version += t->nsubs == 0; /* one it advertises no more */
 	topic_put(ts, i);
 }

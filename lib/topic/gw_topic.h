@@ -46,7 +46,7 @@ struct gw_topic_sub {
 struct gw_topic {
 	uint32_t id; /* 0: unused */
 	uint16_t nsubs;
-	struct gw_topic_sub sub[GW_TOPIC_SUBS];
+	struct gw_topic_sub sub[GW_TOPIC_SUBS]; /* in channel order */
 	uint64_t nodes[GW_TOPIC_NODES / 64]; /* peers with subscribers */
 };
 

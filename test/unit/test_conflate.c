@@ -18,7 +18,7 @@ static int put(struct gw_conflate *c, const char *key, uint32_t seq)
 {
 	struct msg m = { .seq = seq };
 	strncpy(m.key, key, sizeof(m.key));
-	return gw_conflate_put(c, &m, sizeof(m), &m, sizeof(m));
+	return gw_conflate_put(c, &m, sizeof(m), NULL, 0, &m, sizeof(m));
 }
 
 /* Drain into keys[] and seqs[]; returns how many. */
@@ -88,7 +88,7 @@ static void test_bounds(void)
 	CU_ASSERT_EQUAL(c.bytes, 40);
 	CU_ASSERT_EQUAL(c.evicted, 2);
 	struct msg big[4] = { 0 };
-	CU_ASSERT_EQUAL(gw_conflate_put(&c, big, sizeof(big), big, sizeof(big)), -EMSGSIZE);
+	CU_ASSERT_EQUAL(gw_conflate_put(&c, big, sizeof(big), big, 1, big + 1, sizeof(big) - 1), -EMSGSIZE);
 	CU_ASSERT_EQUAL(c.n, 2); /* as it was */
 	gw_conflate_free(&c);
 	CU_ASSERT_EQUAL(gw_conflate_init(&c, 0, 1, 1), -EINVAL);
@@ -104,10 +104,10 @@ static void test_short_keys(void)
 {
 	struct gw_conflate c;
 	CU_ASSERT_FATAL(gw_conflate_init(&c, 8, 8, 1024) == 0);
-	CU_ASSERT_EQUAL(gw_conflate_put(&c, "ab", 2, "x", 1), 0);
-	CU_ASSERT_EQUAL(gw_conflate_put(&c, "abc", 3, "y", 1), 0); /* another key */
-	CU_ASSERT_EQUAL(gw_conflate_put(&c, "ab", 2, "", 0), 1);
-	CU_ASSERT_EQUAL(gw_conflate_put(&c, "", 0, "z", 1), 0);
+	CU_ASSERT_EQUAL(gw_conflate_put(&c, "ab", 2, "x", 1, NULL, 0), 0);
+	CU_ASSERT_EQUAL(gw_conflate_put(&c, "abc", 3, NULL, 0, "y", 1), 0); /* another key */
+	CU_ASSERT_EQUAL(gw_conflate_put(&c, "ab", 2, NULL, 0, "", 0), 1);
+	CU_ASSERT_EQUAL(gw_conflate_put(&c, "", 0, "z", 1, NULL, 0), 0);
 	uint32_t len;
 	const char *r = gw_conflate_front(&c, &len);
 	CU_ASSERT(r && len == 1 && r[0] == 'y');
@@ -170,7 +170,7 @@ static void test_model(void)
 		model[n].key = rec[0];
 		model[n].seq = seq;
 		model[n++].len = len;
-		gw_conflate_put(&c, rec, sizeof(rec[0]), rec, len);
+		gw_conflate_put(&c, rec, sizeof(rec[0]), rec, len / 2, (const uint8_t *)rec + len / 2, len - len / 2);
 		bad += c.n != n;
 	}
 	CU_ASSERT_EQUAL(bad, 0);

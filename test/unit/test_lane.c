@@ -445,11 +445,11 @@ static void test_rx_dup(void)
 	CU_ASSERT_EQUAL(rx.dups, 1);
 	CU_ASSERT_PTR_EQUAL(gw_lane_rx_head(&rx), H(1));
 
-	rx.cursor = 2;
+	rx.at.off = 2;
 	gw_lane_rx_pop(&rx);
 	CU_ASSERT_EQUAL(l.n, 1);
 	CU_ASSERT_EQUAL(rx.next, 1);
-	CU_ASSERT_EQUAL(rx.cursor, 0);
+	CU_ASSERT_EQUAL(rx.at.off, 0);
 	CU_ASSERT_PTR_NULL(gw_lane_rx_head(&rx));
 
 	struct gw_ack a;
@@ -640,7 +640,7 @@ static void test_rx_epoch_reset(void)
 	gw_lane_rx_accept(&rx, &h, H(1));
 	h.seq = 2;
 	gw_lane_rx_accept(&rx, &h, H(2));
-	rx.cursor = 1;
+	rx.at.off = 1;
 
 	/* The sender restarted: what it sent before is gone with it. */
 	h = data_hdr(2, 0, 0);
@@ -648,7 +648,7 @@ static void test_rx_epoch_reset(void)
 	CU_ASSERT_EQUAL(rx.resets, 1);
 	CU_ASSERT_EQUAL(rx.epoch, 2);
 	CU_ASSERT_EQUAL(rx.next, 0);
-	CU_ASSERT_EQUAL(rx.cursor, 0);
+	CU_ASSERT_EQUAL(rx.at.off, 0);
 	CU_ASSERT_EQUAL(l.n, 2);
 	CU_ASSERT_PTR_EQUAL(gw_lane_rx_head(&rx), H(3));
 	h.seq = 1;
@@ -669,13 +669,13 @@ static void test_rx_base_jump(void)
 	gw_lane_rx_accept(&rx, &h, H(2));
 	h.seq = 4;
 	gw_lane_rx_accept(&rx, &h, H(3));
-	rx.cursor = 1;
+	rx.at.off = 1;
 
 	/* The sender saw 0..2 acked: skip them, keep 4. */
 	h = data_hdr(1, 5, 3);
 	CU_ASSERT_EQUAL(gw_lane_rx_accept(&rx, &h, H(4)), GW_RX_STORED);
 	CU_ASSERT_EQUAL(rx.next, 3);
-	CU_ASSERT_EQUAL(rx.cursor, 0);
+	CU_ASSERT_EQUAL(rx.at.off, 0);
 	CU_ASSERT_EQUAL_FATAL(l.n, 2);
 	CU_ASSERT_EQUAL(l.id[0], 1);
 	CU_ASSERT_EQUAL(l.id[1], 2);
@@ -1074,7 +1074,7 @@ static void sim_deliver(struct sim *s)
 		while ((rc = gw_wire_rec_next(p->payload, p->plen, &off, &r)) == 1) {
 			uint32_t data[2];
 
-			if (i++ < s->rx.cursor)
+			if (i++ < s->rx.at.off)
 				continue;
 			if (s->sc->dest_ns) {
 				if (s->dest_free_at > s->now)
@@ -1084,8 +1084,8 @@ static void sim_deliver(struct sim *s)
 			SIM_CHECK(s, r.len == sizeof(data));
 			memcpy(data, r.data, sizeof(data));
 			SIM_CHECK(s, data[0] == s->expect_seq && data[0] == s->rx.next);
-			SIM_CHECK(s, data[1] == s->rx.cursor);
-			s->rx.cursor++;
+			SIM_CHECK(s, data[1] == s->rx.at.off);
+			s->rx.at.off++;
 			s->records_got++;
 		}
 		SIM_CHECK(s, rc == 0 && i == p->nrec);
