@@ -115,9 +115,72 @@ static int sub_del(struct gw_control *ctl, const char *topic, uint16_t chan)
 	return rc;
 }
 
+#define GW_SUBSQ 64 /* SUBS parts from one receiver's lcore; full: it holds the frame */
+
+struct rte_ring *gw_control_add_subs_ring(struct gw_control *ctl, unsigned receiver)
+{
+	return gw_node_add_ring(ctl->subs_in, &ctl->nsubs_in, sizeof(struct gw_subs_msg), GW_SUBSQ,
+				"gw_subs%u", receiver);
+}
+
+/* Peer node has subscribers to these n topics now: the topics say so. */
+static void node_topics(struct gw_control *ctl, uint16_t node, const char (*names)[GW_DIR_NAME],
+			const uint32_t *ids, unsigned n)
+{
+	if (gw_topic_node_is(ctl->topics.cur, node, ids, n))
+		return; /* a refresh: nothing new, nothing to publish */
+	struct gw_topics *next = edit(ctl, &ctl->topics);
+	unsigned refused = gw_topic_set_node(next, node, names, ids, n);
+	publish(ctl, &ctl->topics, next);
+	if (refused)
+		GW_LOG(WARNING, "peer %u: %u of its %u topics not taken (more than %u topics here, "
+		       "or a name whose id another name has)", node, refused, n, GW_TOPICS_MAX);
+}
+
+/* One part of a peer's advertisement; applied once it is whole. A part
+ * that does not follow is dropped: the peer tells it all again within
+ * its refresh. */
+static void on_subs(struct gw_control *ctl, const struct gw_subs_msg *m)
+{
+	char names[GW_SUBS_ENTRIES_MAX][GW_DIR_NAME];
+	uint32_t ids[GW_SUBS_ENTRIES_MAX];
+	struct gw_subs_hdr h;
+	ctl->st->subs_parts_in++;
+	if (m->node >= GW_MAX_NODES ||
+	    gw_wire_subs_get(m->data, m->len, &h, names, ids, GW_SUBS_ENTRIES_MAX) < 0) {
+		ctl->st->bad_frames++;
+		return;
+	}
+	struct gw_topic_adv **a = &ctl->adv[m->node];
+	if (!*a) {
+		if (!(*a = malloc(sizeof(**a))))
+			return; /* no memory now: the refresh brings it again */
+		gw_topic_adv_init(*a);
+	}
+	if (gw_topic_adv_part(*a, h.version, h.total, h.first, names, ids, h.n) != 1)
+		return;
+	node_topics(ctl, m->node, (*a)->names, (*a)->ids, (*a)->have);
+	ctl->st->subs_applied++;
+}
+
+static void take_subs(struct gw_control *ctl)
+{
+	struct gw_subs_msg m;
+	for (unsigned i = 0; i < ctl->nsubs_in; i++)
+		while (rte_ring_sc_dequeue_elem(ctl->subs_in[i], &m, sizeof(m)) == 0)
+			on_subs(ctl, &m);
+}
+
 void gw_control_set_node_up(void *arg, uint16_t node, bool up)
 {
 	struct gw_control *ctl = arg;
+	/* A peer gone down has no subscribers as far as we know: it tells
+	 * them again when it comes back (a new session). */
+	if (!up) {
+		node_topics(ctl, node, NULL, NULL, 0);
+		if (ctl->adv[node])
+			gw_topic_adv_init(ctl->adv[node]);
+	}
 	uint64_t bit = 1ull << (node % 64);
 	for (unsigned i = 0; i < ctl->node->cfg->clients_max; i++) {
 		struct gw_client *cl = &ctl->clients[i];
@@ -471,6 +534,7 @@ void gw_control_poll(struct gw_control *ctl)
 			drop_client(ctl, cl);
 		}
 	}
+	take_subs(ctl);
 	reap_clients(ctl);
 }
 
@@ -496,4 +560,11 @@ void gw_control_close(struct gw_control *ctl)
 	published_free(&ctl->dir);
 	published_free(&ctl->topics);
 	ctl->clients = NULL;
+	for (unsigned n = 0; n < GW_MAX_NODES; n++) {
+		free(ctl->adv[n]);
+		ctl->adv[n] = NULL;
+	}
+	for (unsigned i = 0; i < ctl->nsubs_in; i++)
+		rte_ring_free(ctl->subs_in[i]);
+	ctl->nsubs_in = 0;
 }

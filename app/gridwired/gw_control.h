@@ -20,6 +20,7 @@
 
 #include "gw_chan.h"
 #include "gw_conflate.h"
+#include "gw_control_proxy.h"
 #include "gw_deliver.h"
 #include "gw_dir.h"
 #include "gw_node.h"
@@ -86,11 +87,18 @@ struct gw_control {
 	uint16_t next_chan;
 	struct gw_published dir;    /* struct gw_dir: the endpoints */
 	struct gw_published topics; /* struct gw_topics */
+	/* Peers' advertisements: their parts from each receiver's lcore, and
+	 * each peer's being put together (made with its first part). */
+	struct rte_ring *subs_in[GW_LCORES_MAX];
+	unsigned nsubs_in;
+	struct gw_topic_adv *adv[GW_MAX_NODES];
 };
 
 int gw_control_open(struct gw_control *ctl, char *err, size_t errlen);
 void gw_control_poll(struct gw_control *ctl);
 void gw_control_close(struct gw_control *ctl);
+/* The ring a receiver posts SUBS parts into (gw_control_post_subs). */
+struct rte_ring *gw_control_add_subs_ring(struct gw_control *ctl, unsigned receiver);
 /* The peers role's news: set the node's bit in every client, wake them. */
 void gw_control_set_node_up(void *ctl, uint16_t node, bool up);
 /* Copy what clients count in their own regions into gateway memory. */

@@ -170,6 +170,7 @@ static int init_roles(struct gw_gateway *g, uint64_t auth_start)
 					 &g->loops[k])) < 0)
 			return g->loops[k].ring ? rc : -ENOMEM;
 		lc->w->topics = &g->ctl.topics.cur;
+		lc->w->nworkers = l->workers;
 	}
 	/* Receivers and the control role reach workers through proxies. */
 	for (unsigned i = 0; i < l->n; i++) {
@@ -180,6 +181,8 @@ static int init_roles(struct gw_gateway *g, uint64_t auth_start)
 			continue;
 		gw_receiver_init(lc->rv, (uint8_t)lc->e->receiver, &g->node, &g->peers, &g->ctl,
 				 lc->proxies, l->workers, &lc->txq, &lc->st);
+		if (!(lc->rv->to_ctl = gw_control_add_subs_ring(&g->ctl, lc->rv->id)))
+			return -ENOMEM;
 		g->peers.heard[g->peers.nheard++] = lc->rv->heard;
 	}
 	/* Worker k's frames for this node: delivered by receiver k mod R. */

@@ -83,7 +83,8 @@ const struct gw_counter_name gw_counter_names[] = {
 	GW_COUNTER(urgent_retrans), GW_COUNTER(wakes_deferred), GW_COUNTER(wakes_at_age),
 	GW_COUNTER(pub_in), GW_COUNTER(pub_delivered), GW_COUNTER(pub_stored),
 	GW_COUNTER(pub_conflated), GW_COUNTER(pub_evicted), GW_COUNTER(pub_refused),
-	GW_COUNTER(pub_unsubscribed_in),
+	GW_COUNTER(pub_unsubscribed_in), GW_COUNTER(subs_parts_sent), GW_COUNTER(subs_parts_in),
+	GW_COUNTER(subs_applied),
 	{ NULL, 0 },
 };
 

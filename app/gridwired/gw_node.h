@@ -94,6 +94,8 @@ struct gw_counters {
 	 * records for a topic nobody here subscribes to (any more) */
 	uint64_t pub_in, pub_delivered, pub_stored, pub_conflated, pub_evicted, pub_refused;
 	uint64_t pub_unsubscribed_in;
+	/* topics' advertisements: parts sent, parts taken, whole ones applied */
+	uint64_t subs_parts_sent, subs_parts_in, subs_applied;
 };
 /* Summed field by field as an array of counters. */
 _Static_assert(sizeof(struct gw_counters) % sizeof(uint64_t) == 0, "counters are uint64_t only");

@@ -55,13 +55,16 @@ void gw_peers_fini(struct gw_peers *ps)
 uint32_t gw_peers_caps(const struct gw_node *node)
 {
 	return (node->auth ? GW_CAP_AUTH : 0) | (node->cfg->batch_max != 1 ? GW_CAP_BATCHING : 0) |
-	       GW_CAP_URGENT | (node->cfg->cc_control != GW_CONFIG_CC_OFF ? GW_CAP_GRANT : 0);
+	       GW_CAP_URGENT | GW_CAP_TOPICS |
+	       (node->cfg->cc_control != GW_CONFIG_CC_OFF ? GW_CAP_GRANT : 0);
 }
 
 static void set_up(struct gw_peers *ps, uint16_t node, struct gw_peer *p, bool up)
 {
 	if (p->up == up)
 		return;
+	if (up)
+		__atomic_store_n(&p->session, p->session + 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&p->up, up, __ATOMIC_RELEASE);
 	GW_LOG(NOTICE, "peer %u (%s) is %s", node, p->name, up ? "up" : "down");
 	if (ps->on_change)
@@ -117,6 +120,7 @@ static void on_hello(struct gw_peers *ps, const struct gw_hello_msg *h)
 		if (p->epoch)
 			GW_LOG(NOTICE, "peer %u (%s) restarted", h->node, h->name);
 		p->epoch = h->epoch;
+		__atomic_store_n(&p->session, p->session + 1, __ATOMIC_RELEASE);
 	}
 	if (ps->node->auth)
 		gw_auth_keys_peer_hello(ps->node->auth, h->node, h->epoch, h->keys, h->nkeys);

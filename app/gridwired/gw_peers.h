@@ -25,7 +25,8 @@ struct gw_peer {
 	bool up;      /* heard from within peer_timeout (atomic) */
 	bool lanes;   /* lane state allocated (atomic: acquire before using it) */
 	uint32_t epoch;
-	uint32_t caps; /* GW_CAP_* from its last HELLO */
+	uint32_t caps;    /* GW_CAP_* from its last HELLO */
+	uint32_t session; /* bumped when it comes up or restarts (atomic) */
 	struct gw_addr addr;
 	char name[GW_NAME_MAX];
 	/* The receiver that owns each of its lanes to us, r + 1, set once by

@@ -487,10 +487,15 @@ static bool deliver_frame(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 	while ((more = gw_wire_rec_next(pl, len, &off, &r)) == 1) {
 		struct gw_client *cl = NULL;
 		if (r.kind == GW_RK_PUB || r.kind == GW_RK_SUBS) {
-			if (r.kind == GW_RK_PUB && !deliver_pub(rv, src, urgent, &r, at)) {
+			/* A SUBS part is the control role's to apply: the frame
+			 * waits while its ring is full (in order, none lost). */
+			int rc = r.kind == GW_RK_PUB ? (deliver_pub(rv, src, urgent, &r, at) ? 0 : -EBUSY)
+				 : gw_control_post_subs(rv->to_ctl, src, r.data, r.len);
+			if (rc == -EBUSY) {
 				done = false;
 				break;
 			}
+			rv->st->bad_frames += rc == -EMSGSIZE;
 			*at = (struct gw_rx_cursor){ .off = (uint32_t)off };
 			*work = true;
 			continue;

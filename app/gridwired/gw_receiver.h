@@ -19,6 +19,7 @@
 #include <rte_ring.h>
 
 #include "gw_control.h"
+#include "gw_control_proxy.h"
 #include "gw_deliver.h"
 #include "gw_peers.h"
 #include "gw_txq.h"
@@ -47,6 +48,7 @@ struct gw_receiver {
 	struct gw_peers *peers;
 	struct gw_control *ctl;
 	struct gw_worker_proxy *workers; /* its lcore's proxies, one per worker */
+	struct rte_ring *to_ctl;         /* peers' SUBS parts, to the control role */
 	unsigned nworkers;
 	struct gw_txq *txq;     /* its lcore's */
 	struct gw_counters *st; /* its lcore's */

@@ -155,6 +155,59 @@ static const struct gw_batch_ops batch_ops = {
 	.open = batch_open, .ship = batch_ship, .reject = batch_reject, .fanout = batch_fanout,
 };
 
+#define GW_TELL_EVERY_NS (1000 * 1000ull)               /* how often a worker looks */
+#define GW_TELL_REFRESH_NS (2000 * 1000 * 1000ull)       /* an advertisement told again */
+
+/* One part of this node's advertisement to node: false if its lane is full. */
+static bool tell_part(struct gw_worker *w, uint16_t node, uint16_t first)
+{
+	uint16_t n = (uint16_t)(w->adv_total - first);
+	n = n < GW_SUBS_ENTRIES_MAX ? n : GW_SUBS_ENTRIES_MAX;
+	uint8_t data[GW_SUBS_HLEN + GW_SUBS_ENTRIES_MAX * GW_SUBS_ENTRY];
+	struct gw_rec r = {
+		.kind = GW_RK_SUBS,
+		.len = (uint16_t)gw_wire_subs_put(data, sizeof(data), w->adv_version, w->adv_total,
+						  first, w->adv_names + first, w->adv_ids + first, n),
+		.data = data,
+	};
+	if (gw_batch_add(&w->batch[GW_CLASS_BULK], node, &r) < 0)
+		return false;
+	gw_topic_tell_sent(&w->tell[node], n);
+	w->st->subs_parts_sent++;
+	return true;
+}
+
+/* This node's topics to the peers that are this worker's to tell, in parts
+ * on the bulk lane (reliable, in order), as gw_topic_tell says. A lane
+ * that is full leaves the rest for the next look. */
+static void tell_topics(struct gw_worker *w)
+{
+	if (w->now - w->tell_ns < GW_TELL_EVERY_NS)
+		return;
+	w->tell_ns = w->now;
+	const struct gw_topics *ts = __atomic_load_n(w->topics, __ATOMIC_ACQUIRE);
+	if (!w->adv_taken || ts->version != w->adv_version) {
+		w->adv_total = (uint16_t)gw_topic_local(ts, w->adv_names, w->adv_ids, GW_TOPICS_MAX);
+		w->adv_version = ts->version;
+		w->adv_taken = true;
+	}
+	struct gw_peers *ps = w->peers;
+	unsigned known = gw_peers_known(ps);
+	for (unsigned k = 0; k < known; k++) {
+		uint16_t node = ps->known[k];
+		const struct gw_peer *p = &ps->peer[node];
+		if (node % w->nworkers != w->lane || !__atomic_load_n(&p->up, __ATOMIC_ACQUIRE) ||
+		    !(__atomic_load_n(&p->caps, __ATOMIC_RELAXED) & GW_CAP_TOPICS))
+			continue;
+		uint32_t session = __atomic_load_n(&p->session, __ATOMIC_ACQUIRE);
+		int first;
+		while ((first = gw_topic_tell_next(&w->tell[node], session, w->adv_version,
+						   w->adv_total, w->now, GW_TELL_REFRESH_NS)) >= 0 &&
+		       tell_part(w, node, (uint16_t)first) && w->tell[node].telling)
+			;
+	}
+}
+
 /* REJECTs owed to peers' senders ride in front of the next messages; one
  * whose lane is full waits, and its ring behind it, not the other rings. */
 static void rejects_flush(struct gw_worker *w)
@@ -369,6 +422,8 @@ bool gw_worker_step(struct gw_worker *w, uint64_t now)
 		taken = true;
 	}
 	rejects_flush(w);
+	if (!draining)
+		tell_topics(w);
 	work |= abandon(w);
 	if (!draining)
 		taken |= gw_batch_pass(&w->batch[GW_CLASS_BULK], w->chans, w->nchans) > 0;
@@ -408,8 +463,13 @@ int gw_worker_init(struct gw_worker *w, const struct gw_node *node, struct gw_pe
 	w->st = st;
 	w->loop = loop;
 	w->chans = rte_zmalloc("gw_wchans", sizeof(*w->chans) * node->cfg->clients_max, 64);
-	if (!w->chans)
+	w->tell = rte_zmalloc("gw_tell", sizeof(*w->tell) * GW_MAX_NODES, 64);
+	w->adv_names = rte_malloc("gw_adv", sizeof(*w->adv_names) * GW_TOPICS_MAX, 64);
+	w->adv_ids = rte_malloc("gw_adv", sizeof(*w->adv_ids) * GW_TOPICS_MAX, 64);
+	if (!w->chans || !w->tell || !w->adv_names || !w->adv_ids) {
+		gw_worker_fini(w);
 		return -ENOMEM;
+	}
 	for (unsigned c = 0; c < GW_CLASSES; c++) {
 		uint16_t l = (uint16_t)(lane | (c == GW_CLASS_URGENT ? GW_LANE_URGENT : 0));
 		w->cls[c] = (struct gw_worker_class){
@@ -424,7 +484,13 @@ int gw_worker_init(struct gw_worker *w, const struct gw_node *node, struct gw_pe
 void gw_worker_fini(struct gw_worker *w)
 {
 	rte_free(w->chans);
+	rte_free(w->tell);
+	rte_free(w->adv_names);
+	rte_free(w->adv_ids);
 	w->chans = NULL;
+	w->tell = NULL;
+	w->adv_names = NULL;
+	w->adv_ids = NULL;
 }
 
 int gw_worker_proxy_init(struct gw_worker_proxy *px, struct gw_worker *w, unsigned from,

@@ -45,6 +45,17 @@ struct gw_worker {
 	/* The topics as the control role publishes them (a struct gw_topics,
 	 * read between two quiescent states): where publications go. */
 	void *const *topics;
+	/* Telling peers this node's topics (gw_topic_tell): the peers whose
+	 * node id mod nworkers is its lane are this worker's (one lane keeps
+	 * the parts in order). The advertisement as of adv_version. */
+	unsigned nworkers;
+	struct gw_topic_tell *tell; /* GW_MAX_NODES */
+	char (*adv_names)[GW_DIR_NAME];
+	uint32_t *adv_ids;
+	uint32_t adv_version;
+	uint16_t adv_total;
+	bool adv_taken;
+	uint64_t tell_ns; /* when it last looked */
 	/* Settling what its channels sent (gw_chan_checkpoint): frames are
 	 * numbered (serial, the last one shipped); loopback frames' serials in
 	 * the order shipped, from loop_shipped back; every frame numbered below

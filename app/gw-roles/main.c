@@ -130,6 +130,7 @@ static void worker_up(void)
 	static void *no_topics_at = &no_topics;
 	gw_topic_init(&no_topics);
 	worker.topics = &no_topics_at;
+	worker.nworkers = 1;
 	if (gw_worker_proxy_init(&wpx, &worker, 0, true,
 				 GW_PROXY_ACKS | GW_PROXY_REJECTS | GW_PROXY_CMDS) < 0)
 		die("worker proxy", -ENOMEM);

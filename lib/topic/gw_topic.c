@@ -148,6 +148,21 @@ unsigned gw_topic_set_node(struct gw_topics *ts, uint16_t node, const char (*nam
 	return refused;
 }
 
+bool gw_topic_node_is(const struct gw_topics *ts, uint16_t node, const uint32_t *ids, unsigned n)
+{
+	unsigned has = 0;
+	for (unsigned i = 0; i < GW_TOPICS_MAX; i++)
+		has += ts->t[i].id && gw_topic_has_node(&ts->t[i], node);
+	if (has != n)
+		return false;
+	for (unsigned k = 0; k < n; k++) {
+		const struct gw_topic *t = gw_topic_find(ts, ids[k]);
+		if (!t || !gw_topic_has_node(t, node))
+			return false;
+	}
+	return true;
+}
+
 const struct gw_topic *gw_topic_find(const struct gw_topics *ts, uint32_t id)
 {
 	uint16_t at = gw_dir_find(&ts->dir, id);
@@ -197,4 +212,35 @@ int gw_topic_adv_part(struct gw_topic_adv *a, uint32_t version, uint16_t total, 
 	}
 	a->have = (uint16_t)(first + n);
 	return a->have == a->total;
+}
+
+int gw_topic_tell_next(struct gw_topic_tell *t, uint32_t session, uint32_t version,
+		       uint16_t total, uint64_t now, uint64_t refresh_ns)
+{
+	bool begin;
+	if (session != t->session) {
+		t->session = session;
+		t->telling = false;
+		begin = total > 0; /* a new session holds nothing of ours yet */
+	} else if (version != t->version) {
+		begin = true;
+	} else if (t->telling) {
+		return t->next;
+	} else {
+		begin = total > 0 && now - t->since_ns >= refresh_ns;
+	}
+	t->version = version;
+	if (!begin)
+		return -1;
+	*t = (struct gw_topic_tell){
+		.session = session, .version = version, .total = total, .telling = true,
+		.since_ns = now,
+	};
+	return 0;
+}
+
+void gw_topic_tell_sent(struct gw_topic_tell *t, uint16_t n)
+{
+	t->next = (uint16_t)(t->next + n);
+	t->telling = t->next < t->total;
 }

@@ -87,6 +87,9 @@ unsigned gw_topic_drop_chan(struct gw_topics *ts, uint16_t chan);
 unsigned gw_topic_set_node(struct gw_topics *ts, uint16_t node, const char (*names)[GW_DIR_NAME],
 			   const uint32_t *ids, unsigned n);
 
+/* Does peer node subscribe to exactly the n topics ids (distinct)? */
+bool gw_topic_node_is(const struct gw_topics *ts, uint16_t node, const uint32_t *ids, unsigned n);
+
 /* The topic of id, or NULL. */
 const struct gw_topic *gw_topic_find(const struct gw_topics *ts, uint32_t id);
 
@@ -101,6 +104,31 @@ static inline bool gw_topic_has_node(const struct gw_topic *t, uint16_t node)
 unsigned gw_topic_local(const struct gw_topics *ts, char (*names)[GW_DIR_NAME], uint32_t *ids,
 			unsigned max);
 
+/*
+ * Telling one peer this node's advertisement (the topics with local
+ * subscribers), in parts, on one reliable lane: the whole of it when the
+ * peer starts a session with us (its session: a count the caller bumps
+ * when the peer comes up or restarts) and there is something to tell,
+ * when the version changes (an empty one too: the peer drops what it
+ * held), and again every refresh while it is not empty, so a peer that
+ * dropped us as down while we did not see it go has it again within that.
+ */
+struct gw_topic_tell {
+	uint32_t session, version; /* of the advertisement told or being told */
+	uint16_t next, total;      /* its entries sent, of */
+	bool telling;
+	uint64_t since_ns; /* when it began */
+};
+
+/*
+ * The first entry of the part to send now, or -1 for none; 0 begins an
+ * advertisement of total entries at version. Then gw_topic_tell_sent.
+ */
+int gw_topic_tell_next(struct gw_topic_tell *t, uint32_t session, uint32_t version,
+		       uint16_t total, uint64_t now, uint64_t refresh_ns);
+
+/* The part from gw_topic_tell_next went, with n entries. */
+void gw_topic_tell_sent(struct gw_topic_tell *t, uint16_t n);
 
 /*
  * One peer's advertisement being put together from its SUBS records

@@ -100,6 +100,7 @@ struct gw_reject_body {
  */
 #define GW_SUBS_HLEN 8
 #define GW_SUBS_ENTRY (4 + GW_NAME_MAX)
+#define GW_SUBS_ENTRIES_MAX 28 /* entries in one SUBS record at most: its data fits 1 KB */
 struct gw_subs_hdr {
 	uint32_t version;
 	uint16_t total; /* entries in the whole advertisement */
@@ -128,6 +129,7 @@ struct gw_ack {
 #define GW_CAP_BATCHING 2u /* it packs several messages per frame (batch_max != 1) */
 #define GW_CAP_URGENT 4u   /* it takes urgent lanes (GW_LANE_URGENT) */
 #define GW_CAP_GRANT 8u    /* it sends within the grants in ACKs, and grants */
+#define GW_CAP_TOPICS 16u  /* it takes PUB and SUBS records (topics) */
 
 /* HELLO payload. keys: the [auth] key ids the sender holds, newest first
  * (its peers seal with the newest of them they hold too). */

@@ -104,6 +104,14 @@ static void test_peers(void)
 	CU_ASSERT_FATAL(v && f);
 	CU_ASSERT(gw_topic_has_node(v, 200) && gw_topic_has_node(v, 5) && !gw_topic_has_node(v, 6));
 	CU_ASSERT(gw_topic_has_node(f, 200) && !gw_topic_has_node(f, 5));
+	/* The same again is known as such (control publishes nothing then). */
+	uint32_t other[3] = { ids[2], ids[0], ids[1] };
+	CU_ASSERT(gw_topic_node_is(&ts, 200, other, 3));
+	CU_ASSERT(!gw_topic_node_is(&ts, 200, other, 2));
+	CU_ASSERT(gw_topic_node_is(&ts, 5, ids, 1));
+	CU_ASSERT(!gw_topic_node_is(&ts, 5, &ids[1], 1));
+	CU_ASSERT(gw_topic_node_is(&ts, 6, NULL, 0));
+	CU_ASSERT(!gw_topic_node_is(&ts, 5, NULL, 0));
 	/* Node 200's next word replaces its last: freq and amps go, volts stays (local). */
 	CU_ASSERT_EQUAL(gw_topic_set_node(&ts, 200, NULL, NULL, 0), 0);
 	CU_ASSERT_PTR_NULL(gw_topic_find(&ts, id_of("freq")));
@@ -152,6 +160,44 @@ static void test_adv(void)
 	CU_ASSERT_EQUAL(gw_topic_adv_part(&a, 3, 1, 0, names, ids, 2), -EPROTO); /* past total */
 }
 
+/* When each part of this node's advertisement goes to a peer. */
+static void test_tell(void)
+{
+	struct gw_topic_tell t = { 0 };
+	const uint64_t R = 1000; /* refresh */
+	/* A new session with nothing to tell: nothing goes. */
+	CU_ASSERT_EQUAL(gw_topic_tell_next(&t, 1, 0, 0, 10, R), -1);
+	/* A topic: version 1, 30 entries in parts of 28 and 2. */
+	CU_ASSERT_EQUAL(gw_topic_tell_next(&t, 1, 1, 30, 20, R), 0);
+	gw_topic_tell_sent(&t, 28);
+	CU_ASSERT_EQUAL(gw_topic_tell_next(&t, 1, 1, 30, 21, R), 28);
+	gw_topic_tell_sent(&t, 2);
+	CU_ASSERT_EQUAL(gw_topic_tell_next(&t, 1, 1, 30, 22, R), -1); /* told */
+	/* The version changes mid-way: from the start, at the new version. */
+	CU_ASSERT_EQUAL(gw_topic_tell_next(&t, 1, 2, 31, 30, R), 0);
+	gw_topic_tell_sent(&t, 28);
+	CU_ASSERT_EQUAL(gw_topic_tell_next(&t, 1, 3, 29, 31, R), 0);
+	CU_ASSERT_EQUAL(t.version, 3);
+	gw_topic_tell_sent(&t, 28);
+	CU_ASSERT_EQUAL(gw_topic_tell_next(&t, 1, 3, 29, 32, R), 28);
+	gw_topic_tell_sent(&t, 1);
+	/* Refreshed once refresh has passed since it began, not before. */
+	CU_ASSERT_EQUAL(gw_topic_tell_next(&t, 1, 3, 29, 31 + R - 1, R), -1);
+	CU_ASSERT_EQUAL(gw_topic_tell_next(&t, 1, 3, 29, 31 + R, R), 0);
+	gw_topic_tell_sent(&t, 28);
+	/* The peer comes back (a new session) mid-way: from the start. */
+	CU_ASSERT_EQUAL(gw_topic_tell_next(&t, 2, 3, 29, 40 + R, R), 0);
+	gw_topic_tell_sent(&t, 28);
+	gw_topic_tell_sent(&t, 1);
+	/* Gone empty: told once (an empty part), then never refreshed. */
+	CU_ASSERT_EQUAL(gw_topic_tell_next(&t, 2, 4, 0, 50 + R, R), 0);
+	gw_topic_tell_sent(&t, 0);
+	CU_ASSERT_EQUAL(gw_topic_tell_next(&t, 2, 4, 0, 50 + 5 * R, R), -1);
+	/* ... and a new session while empty tells nothing. */
+	CU_ASSERT_EQUAL(gw_topic_tell_next(&t, 3, 4, 0, 50 + 6 * R, R), -1);
+	CU_ASSERT_EQUAL(gw_topic_tell_next(&t, 3, 5, 1, 50 + 6 * R, R), 0);
+}
+
 int main(void)
 {
 	static const struct gw_test_case cases[] = {
@@ -159,6 +205,7 @@ int main(void)
 		{ "limits, and a subscriber that leaves", test_limits_and_drop },
 		{ "peers' subscriptions, replaced by each advertisement", test_peers },
 		{ "an advertisement in parts", test_adv },
+		{ "telling a peer: new session, new version, refresh, gone empty", test_tell },
 		{ NULL, NULL },
 	};
 	return gw_test_run("topic", cases);
