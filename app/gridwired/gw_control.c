@@ -123,18 +123,20 @@ struct rte_ring *gw_control_add_subs_ring(struct gw_control *ctl, unsigned recei
 				"gw_subs%u", receiver);
 }
 
-/* Peer node has subscribers to these n topics now: the topics say so. */
-static void node_topics(struct gw_control *ctl, uint16_t node, const char (*names)[GW_DIR_NAME],
+/* Peer node has subscribers to these n topics now: the topics say so.
+ * false when they did already (a refresh: nothing to publish). */
+static bool node_topics(struct gw_control *ctl, uint16_t node, const char (*names)[GW_DIR_NAME],
 			const uint32_t *ids, unsigned n)
 {
 	if (gw_topic_node_is(ctl->topics.cur, node, ids, n))
-		return; /* a refresh: nothing new, nothing to publish */
+		return false;
 	struct gw_topics *next = edit(ctl, &ctl->topics);
 	unsigned refused = gw_topic_set_node(next, node, names, ids, n);
 	publish(ctl, &ctl->topics, next);
 	if (refused)
 		GW_LOG(WARNING, "peer %u: %u of its %u topics not taken (more than %u topics here, "
 		       "or a name whose id another name has)", node, refused, n, GW_TOPICS_MAX);
+	return true;
 }
 
 /* One part of a peer's advertisement; applied once it is whole. A part
@@ -159,8 +161,7 @@ static void on_subs(struct gw_control *ctl, const struct gw_subs_msg *m)
 	}
 	if (gw_topic_adv_part(*a, h.version, h.total, h.first, names, ids, h.n) != 1)
 		return;
-	node_topics(ctl, m->node, (*a)->names, (*a)->ids, (*a)->have);
-	ctl->st->subs_applied++;
+	ctl->st->subs_applied += node_topics(ctl, m->node, (*a)->names, (*a)->ids, (*a)->have);
 }
 
 static void take_subs(struct gw_control *ctl)

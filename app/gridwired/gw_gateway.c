@@ -402,8 +402,12 @@ void gw_gateway_totals(const struct gw_gateway *g, struct gw_counters *s, uint64
 		gw_counters_add(s, &g->lc[i].st);
 	for (unsigned i = 0; g->workers && i < g->layout.workers; i++) {
 		for (unsigned c = 0; c < GW_CLASSES; c++) {
-			*frames += g->workers[i].batch[c].frames;
-			*full_stops += g->workers[i].batch[c].full_stops;
+			const struct gw_batcher *b = &g->workers[i].batch[c];
+			*frames += b->frames;
+			*full_stops += b->full_stops;
+			s->pub_records += b->pub_records;
+			s->pub_unsubscribed += b->pub_unsubscribed;
+			s->pub_unreachable += b->pub_unreachable;
 		}
 	}
 }

@@ -81,6 +81,7 @@ const struct gw_counter_name gw_counter_names[] = {
 	GW_COUNTER(lane_handoffs), GW_COUNTER(auth_handoffs), GW_COUNTER(handoffs_lost),
 	GW_COUNTER(urgent_msgs_out), GW_COUNTER(urgent_msgs_in), GW_COUNTER(urgent_frames),
 	GW_COUNTER(urgent_retrans), GW_COUNTER(wakes_deferred), GW_COUNTER(wakes_at_age),
+	GW_COUNTER(pub_records), GW_COUNTER(pub_unsubscribed), GW_COUNTER(pub_unreachable),
 	GW_COUNTER(pub_in), GW_COUNTER(pub_delivered), GW_COUNTER(pub_stored),
 	GW_COUNTER(pub_conflated), GW_COUNTER(pub_evicted), GW_COUNTER(pub_refused),
 	GW_COUNTER(pub_unsubscribed_in), GW_COUNTER(subs_parts_sent), GW_COUNTER(subs_parts_in),

@@ -87,6 +87,10 @@ struct gw_counters {
 	uint64_t lane_handoffs, auth_handoffs, handoffs_lost;
 	uint64_t urgent_msgs_out, urgent_msgs_in, urgent_frames, urgent_retrans;
 	uint64_t wakes_deferred, wakes_at_age; /* clients asleep on a receiver's CPU (lib/deliver) */
+	/* topics, at a publisher's gateway (the batchers' counts, summed by
+	 * gw_gateway_totals): PUB records made (one per subscribing node),
+	 * publications nobody subscribed to, records for a node not reachable */
+	uint64_t pub_records, pub_unsubscribed, pub_unreachable;
 	/* topics, at a subscriber's gateway: PUB records in, deliveries into
 	 * subscribers, those a latest subscriber's store took (then replaced
 	 * by a newer of their key, or given way for room), deliveries refused
@@ -94,7 +98,8 @@ struct gw_counters {
 	 * records for a topic nobody here subscribes to (any more) */
 	uint64_t pub_in, pub_delivered, pub_stored, pub_conflated, pub_evicted, pub_refused;
 	uint64_t pub_unsubscribed_in;
-	/* topics' advertisements: parts sent, parts taken, whole ones applied */
+	/* topics' advertisements: parts sent, parts taken, whole ones that
+	 * changed what a peer subscribes to (a refresh of the same does not) */
 	uint64_t subs_parts_sent, subs_parts_in, subs_applied;
 };
 /* Summed field by field as an array of counters. */

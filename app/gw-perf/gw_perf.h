@@ -24,6 +24,8 @@ struct opts {
 	 * (1: every writer, 0: none); rx: expects exactly that */
 	unsigned urgent_every;
 	bool poisson; /* tx, probe: --rate as the mean of Poisson arrivals */
+	bool topic;   /* tx: publish to the topic -e names; rx: subscribe to it */
+	unsigned latest_key; /* rx --topic --latest[=N]: a latest subscriber, key N bytes */
 	uint64_t msgs, expect; /* 0: until stopped */
 	uint64_t rate;         /* msg/s, 0 = unpaced; read live by tx */
 	unsigned burst;        /* tx: messages sent back to back per pacing step; read live */

@@ -322,6 +322,8 @@ static int tx_one(struct gw_client *cl, const struct opts *o, uint32_t ep, const
 		  const void *buf, uint32_t writer, int timeout_ms)
 {
 	unsigned flags = urgent_writer(o, writer) ? GW_URGENT : 0;
+	if (o->topic)
+		return gw_publish(cl, name, buf, o->size, timeout_ms, flags);
 	if (o->cast)
 		return gw_cast_flags(cl, (uint16_t)o->node, name, buf, o->size, timeout_ms, flags);
 	if (flags)
@@ -355,7 +357,7 @@ static int run_tx(const struct opts *o)
 		return 2;
 	}
 	/* The peer may still be coming up (bond mode 4 takes seconds). */
-	for (int i = 0; i < 300 && !gw_node_up(cl, (uint16_t)o->node); i++)
+	for (int i = 0; i < 300 && !o->topic && !gw_node_up(cl, (uint16_t)o->node); i++)
 		nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
 	uint8_t *buf = calloc(1, o->size);
 	uint64_t total = o->msgs ? o->msgs * o->writers : UINT64_MAX, refused = 0, i;
@@ -472,13 +474,27 @@ static int run_tx(const struct opts *o)
 	return live->rejected || live->lost ? 1 : 0;
 }
 
+/* rx takes messages to its endpoint, its service or its topic. */
+static int rx_attach(struct gw_client *cl, const struct opts *o)
+{
+	if (o->topic)
+		return gw_subscribe(cl, o->endpoint,
+				    o->latest_key ? GW_SUB_LATEST_KEY(o->latest_key) : GW_SUB_HOLD);
+	return o->cast ? gw_service(cl, o->endpoint) : gw_register(cl, o->endpoint);
+}
+
+/*
+ * rx: every writer's messages once, in order. A latest subscriber (--topic
+ * --latest) may miss some (conflated: counted as skipped) and ends once
+ * --expect writers have each had their last (-m MSGS - 1).
+ */
 static int run_rx(const struct opts *o)
 {
 	struct gw_client *cl;
 	int rc = gw_connect(o->sock, &cl);
 	if (rc < 0)
 		return fail(o->sock, rc);
-	rc = o->cast ? gw_service(cl, o->endpoint) : gw_register(cl, o->endpoint);
+	rc = rx_attach(cl, o);
 	if (rc < 0)
 		return fail(o->endpoint, rc);
 	/* Tell whoever started us that the endpoint exists. */
@@ -488,7 +504,8 @@ static int run_rx(const struct opts *o)
 	uint64_t *next = calloc(o->writers_max, sizeof(*next));
 	uint64_t *last_at = calloc(o->writers_max, sizeof(*last_at));
 	uint64_t got = 0, dups = 0, order = 0, reordered = 0, bad = 0, t0 = 0, t1 = 0, max_gap = 0;
-	uint64_t wrong_class = 0;
+	uint64_t wrong_class = 0, skipped = 0, finished = 0;
+	bool latest = o->topic && o->latest_key;
 	struct timeline tl = { 0 };
 	uint64_t reconnects = 0;
 	struct ledger led = { 0 };
@@ -497,7 +514,7 @@ static int run_rx(const struct opts *o)
 	static struct lat_hist lat;
 	struct perf_stamp stamp = { 0 };
 	double c0 = cpu_s();
-	while ((!o->expect || got < o->expect) && !live->stop) {
+	while ((!o->expect || (latest ? finished : got) < o->expect) && !live->stop) {
 		struct gw_msg m;
 		rc = gw_recv(cl, &m, 0);
 		bool waited = rc == -EAGAIN;
@@ -518,8 +535,7 @@ static int run_rx(const struct opts *o)
 			cl = NULL;
 			for (unsigned k = 0; k < o->idle_timeout * 10 && !cl; k++) {
 				nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
-				if (gw_connect(o->sock, &cl) == 0 &&
-				    (o->cast ? gw_service(cl, o->endpoint) : gw_register(cl, o->endpoint)) < 0) {
+				if (gw_connect(o->sock, &cl) == 0 && rx_attach(cl, o) < 0) {
 					gw_close(cl);
 					cl = NULL;
 				}
@@ -533,7 +549,8 @@ static int run_rx(const struct opts *o)
 		if (rc < 0)
 			return fail("recv", rc);
 		struct perf_hdr h;
-		if (m.kind != (o->cast ? GW_MSG_CAST : GW_MSG_DATA) || m.len < sizeof(h)) {
+		if (m.kind != (o->topic ? GW_MSG_PUBLISH : o->cast ? GW_MSG_CAST : GW_MSG_DATA) ||
+		    m.len < sizeof(h)) {
 			bad++;
 			continue;
 		}
@@ -572,8 +589,11 @@ static int run_rx(const struct opts *o)
 			dups++;
 			continue;
 		}
-		if (h.seq > next[h.writer])
+		if (h.seq > next[h.writer] && latest)
+			skipped += h.seq - next[h.writer];
+		else if (h.seq > next[h.writer])
 			order++;
+		finished += latest && h.seq + 1 == o->msgs;
 		next[h.writer] = h.seq + 1;
 		got++;
 		COUNT(received, 1);
@@ -591,14 +611,18 @@ static int run_rx(const struct opts *o)
 	printf("{\"role\":\"rx\",\"delivered\":%" PRIu64 ",\"duplicates\":%" PRIu64
 	       ",\"order_violations\":%" PRIu64 ",\"reordered\":%" PRIu64 ",\"malformed\":%" PRIu64
 	       ",\"reconnects\":%" PRIu64 ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f"
-	       ",\"max_gap_us\":%" PRIu64 ",\"wrong_class\":%" PRIu64,
+	       ",\"max_gap_us\":%" PRIu64 ",\"wrong_class\":%" PRIu64 ",\"skipped\":%" PRIu64
+	       ",\"finished\":%" PRIu64,
 	       got, dups, order, reordered, bad, reconnects, el, el > 0 ? (double)got / el : 0.0,
-	       cpu_s() - c0, max_gap / 1000, wrong_class);
+	       cpu_s() - c0, max_gap / 1000, wrong_class, skipped, finished);
 	lat_print(&lat);
 	printf("}\n");
 	gw_close(cl);
 	free(next);
-	return (got == o->expect || !o->expect) && !dups && !order && !bad && !wrong_class ? 0 : 1;
+	return ((latest ? finished : got) == o->expect || !o->expect) && !dups && !order && !bad &&
+			       !wrong_class
+		       ? 0
+		       : 1;
 }
 
 /* echo: every request answered with its own payload. */
@@ -659,7 +683,7 @@ static int run_call(const struct opts *o)
 			sizeof(struct perf_hdr), gw_msg_max(cl) - GW_CALL_HDR);
 		return 2;
 	}
-	for (int i = 0; i < 300 && !gw_node_up(cl, (uint16_t)o->node); i++)
+	for (int i = 0; i < 300 && !o->topic && !gw_node_up(cl, (uint16_t)o->node); i++)
 		nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
 	uint64_t total = o->msgs ? o->msgs * o->writers : UINT64_MAX, started = 0, done = 0;
 	uint64_t ok = 0, wrong = 0;

@@ -22,7 +22,11 @@
  * reports how late it woke, the CPU scheduler's share of any latency
  * measured beside it.
  *
- * tx --cast and rx --service do the same with casts to a service.
+ * tx --cast and rx --service do the same with casts to a service; tx
+ * --topic publishes to topic EP (no node) and rx --topic subscribes to it,
+ * with --latest[=KEY] as a latest subscriber (key: the first KEY bytes,
+ * 8 by default: the magic and the writer), which may skip messages (counted)
+ * and ends once --expect writers have each had their last (-m MSGS).
  * echo answers every request with its own payload until SIGINT/SIGTERM.
  * call: CALLERS logical callers (up to 4096), each with one call in flight,
  * MSGS calls each; every reply must carry its own call's payload. It
@@ -90,6 +94,9 @@ static void usage(FILE *f)
 		   "       gw-perf interactive -s SOCK     a testpmd-like prompt: set, start, stop,\n"
 		   "                                       show perf|port|lane|client|peer stats, help\n"
 		   "       tx --cast / rx --service: casts to a service; tx, call: --stats-period S\n"
+		   "       tx --topic: publish to topic EP (no -n); rx --topic [--latest[=KEY]]:\n"
+		   "                 subscribe (hold, or latest: -m MSGS, ends when --expect writers\n"
+		   "                 had their last)\n"
 		   "       any mode: --duration S (with -m 0: run for S seconds)\n");
 }
 
@@ -122,7 +129,8 @@ int main(int argc, char **argv)
 		{ "stats-period", 1, NULL, 'P' }, { "burst", 1, NULL, 'B' },
 		{ "duration", 1, NULL, 'u' }, { "timeline", 1, NULL, 'Y' },
 		{ "urgent", 0, NULL, 'G' }, { "urgent-every", 1, NULL, 'K' },
-		{ "poisson", 0, NULL, 'p' }, { "deaf-ms", 1, NULL, 'F' }, { 0 },
+		{ "poisson", 0, NULL, 'p' }, { "deaf-ms", 1, NULL, 'F' }, { "topic", 0, NULL, 'o' },
+		{ "latest", 2, NULL, 'a' }, { 0 },
 	};
 	int c;
 	optind = 2;
@@ -157,6 +165,8 @@ int main(int argc, char **argv)
 		case 'G': o.urgent_every = 1; break;
 		case 'K': o.urgent_every = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'p': o.poisson = true; break;
+		case 'o': o.topic = true; break;
+		case 'a': o.latest_key = optarg ? (unsigned)strtoul(optarg, NULL, 0) : 8; break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -171,7 +181,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gw-perf: probe needs --rate N and --duration S\n");
 		return 2;
 	}
-	if (mode != PERF_PROBE && (!o.sock || !o.endpoint || (tx && (!o.node || !o.writers)) ||
+	if (o.latest_key && (!o.topic || mode != PERF_RX || o.latest_key > 64 || !o.msgs)) {
+		fprintf(stderr, "gw-perf: --latest[=1..64] is for rx --topic, with -m MSGS (each "
+				"writer's count: it ends when --expect writers have had their last)\n");
+		return 2;
+	}
+	if (mode != PERF_PROBE && (!o.sock || !o.endpoint || (tx && ((!o.node && !o.topic) || !o.writers)) ||
 	    (!tx && !o.writers_max) || (tx && o.id_base + o.writers > o.writers_max))) {
 		fprintf(stderr, "gw-perf: missing or bad arguments: -s SOCK and -e ENDPOINT are required, "
 				"tx also needs -n NODE\n");

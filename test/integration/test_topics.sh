@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Topics end to end on two gateways. On beta: two subscribers of "volts"
+# that read everything (hold) and one that reads a message every 2 ms
+# (latest, key: the first 8 bytes, the perf header's magic and writer); on
+# alpha: one local subscriber. Once alpha has beta's advertisement, one
+# publisher on alpha (50 writers) publishes 20,000 messages to "volts".
+#   - every hold subscriber gets each message once, in order per writer;
+#   - one PUB record per publication crossed to beta (not one per
+#     subscriber), and alpha's local subscriber was served without the wire;
+#   - the latest subscriber fell behind, had messages conflated (counted),
+#     saw each writer's messages in order with none twice, and got every
+#     writer's last one; it never held the publisher (no REJECT, none lost);
+#   - an unsubscribe travels: once every subscriber on beta has left,
+#     alpha's advertisement from beta is empty and new publications
+#     cross no more (counted as published to nobody there).
+# Then the same with 2 workers and 2 receivers per gateway (the worker
+# that tells a peer is the peer's node id mod workers).
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+ROOT=$(gw_root)
+BIN=$ROOT/build/app
+gw_workdir topics
+gw_ns_up >/dev/null
+
+writers=50 msgs=400
+total=$((writers * msgs))
+
+# counter NODE NAME: a gateway's live counter (0 when it does not answer yet)
+counter() {
+    "$BIN/gwctl" -n "$1" raw /gridwire/stats 2>/dev/null |
+        python3 -c "import json,sys; print(json.load(sys.stdin).get('$2', 0))" 2>/dev/null || echo 0
+}
+
+# wait_for WHAT NODE NAME MIN: until NODE's counter NAME is at least MIN (60 s)
+wait_for() {
+    for _ in $(seq 600); do
+        (($(counter "$2" "$3") >= $4)) && return 0
+        sleep 0.1
+    done
+    gw_die "$1: $2's $3 stayed under $4 for 60 s"
+}
+
+scenario() { # NAME
+    local label=$1
+    gw_gateways_up "$work"
+    local rx=(--topic -e volts --writers-max "$writers" --idle-timeout 30)
+    gw_rx_start "$work" b1 "${rx[@]}" --expect "$total"
+    local p1=$GW_PID_RX
+    gw_rx_start "$work" b2 "${rx[@]}" --expect "$total"
+    local p2=$GW_PID_RX
+    gw_rx_start "$work" bl "${rx[@]}" --latest -m "$msgs" --expect "$writers" --delay-ms 2
+    local pl=$GW_PID_RX
+    ip netns exec gwa "$BIN/gw-perf" rx -s /run/gridwire/alpha.sock "${rx[@]}" --expect "$total" \
+        >"$work/a1.json" 2>"$work/a1.err" &
+    local pa=$!
+    gw_cleanup_push _gw_stop_pid "$pa"
+    gw_wait_ready "$work/a1.err" "rx ready" "$pa" "alpha's subscriber"
+    wait_for "beta's subscriptions reach alpha" alpha subs_applied 1
+    ip netns exec gwa "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock --topic -e volts \
+        -w "$writers" -m "$msgs" --linger-ms 1000 >"$work/tx.json" 2>"$work/tx.err" || true
+    wait "$p1" "$p2" "$pl" "$pa" || true
+    # Every subscriber on beta has left: its empty advertisement reaches
+    # alpha, whose publications then go to nobody on beta.
+    wait_for "beta's empty advertisement reaches alpha" alpha subs_applied 2
+    ip netns exec gwa "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock --topic -e volts \
+        -w 1 -m 100 >"$work/tx2.json" 2>"$work/tx2.err" || true
+    gw_gateways_down
+    python3 - "$work" "$label" "$total" "$writers" <<'PY'
+import json, sys
+work, name, total, writers = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+j = lambda f: json.load(open(f"{work}/{f}.json"))
+tx, tx2, alpha, beta = j("tx"), j("tx2"), j("alpha"), j("beta")
+subs = {k: j(k) for k in ("b1", "b2", "a1")}
+bl = j("bl")
+bad = []
+for k, s in subs.items():
+    print(f"{name}: {k} (hold): delivered {s['delivered']}, duplicates {s['duplicates']}, "
+          f"order violations {s['order_violations']}, {s['msgs_per_s']} msg/s")
+    if s["delivered"] != total or s["duplicates"] or s["order_violations"] or s["malformed"]:
+        bad.append(f"{k} did not get every publication once and in order")
+print(f"{name}: bl (latest, 1 message per 2 ms): delivered {bl['delivered']}, skipped "
+      f"{bl['skipped']}, writers finished {bl['finished']}/{writers}")
+print(f"{name}: publisher {tx}")
+print(f"{name}: alpha pub_records {alpha['pub_records']} pub_in {alpha['pub_in']} "
+      f"pub_delivered {alpha['pub_delivered']} pub_unsubscribed {alpha['pub_unsubscribed']}; "
+      f"beta pub_in {beta['pub_in']} pub_delivered {beta['pub_delivered']} pub_stored "
+      f"{beta['pub_stored']} pub_conflated {beta['pub_conflated']} pub_evicted "
+      f"{beta['pub_evicted']} subs_parts_in {beta['subs_parts_in']} alpha subs_applied "
+      f"{alpha['subs_applied']}")
+if tx["sent"] != total or tx["rejected"] or tx["lost"]:
+    bad.append(f"the publisher sent {tx['sent']} of {total}, {tx['rejected']} rejected, {tx['lost']} lost")
+if bl["finished"] != writers or bl["duplicates"] or bl["order_violations"] or bl["malformed"]:
+    bad.append("the latest subscriber missed a writer's last message, or saw one twice or out of order")
+if bl["skipped"] == 0 or beta["pub_conflated"] == 0:
+    bad.append("the latest subscriber never fell behind: the case did not happen")
+if bl["delivered"] + bl["skipped"] != total:
+    bad.append(f"latest: delivered {bl['delivered']} + skipped {bl['skipped']} != {total}")
+# One record per publication to beta, however many subscribers there, and
+# one to alpha itself (its loopback); the 100 after everyone left, none.
+if beta["pub_in"] != total:
+    bad.append(f"beta took {beta['pub_in']} PUB records for {total} publications")
+if alpha["pub_in"] != total or alpha["pub_delivered"] != total:
+    bad.append(f"alpha's own subscriber: {alpha['pub_in']} records in, {alpha['pub_delivered']} delivered")
+if beta["pub_delivered"] != 2 * total + bl["delivered"]:
+    bad.append(f"beta delivered {beta['pub_delivered']} copies, want {2 * total + bl['delivered']}")
+if alpha["pub_records"] != 2 * total:
+    bad.append(f"alpha made {alpha['pub_records']} PUB records, want {2 * total} (beta's and its own)")
+if tx2["sent"] != 100 or alpha["pub_unsubscribed"] != 100:
+    bad.append(f"after everyone left: {tx2['sent']} published, {alpha['pub_unsubscribed']} to nobody (want 100)")
+print(f"{name}: " + ("FAIL: " + "; ".join(bad) if bad else
+      "ok: every subscriber served by its policy, one record per node, the unsubscribe travelled"))
+sys.exit(1 if bad else 0)
+PY
+}
+
+scenario "main lcore"
+GW_WORKERS=2 GW_RECEIVERS=2 scenario "2 workers, 2 receivers"
