@@ -2,8 +2,9 @@
 -- gridwire.lua: a Wireshark dissector for gridwire frames (doc/protocol.md).
 --
 -- The 32-byte header after UDP (little-endian), then by type: DATA with its
--- records (MSG, REJECT with its reason), ACK with its SACK bits, HELLO with
--- the sender's name, capabilities and [auth] key ids; and the [auth]
+-- records (MSG, PUB, REJECT with its reason, SUBS with its topics), ACK
+-- with its SACK bits, HELLO with the sender's name, capabilities and [auth]
+-- key ids; and the [auth]
 -- trailer when there is one (slot, flags, roll, key id, counter, tag). An
 -- encrypted payload ([auth] mode encrypt) is shown as such, and its CRC,
 -- which covers the plaintext, is not checked. Otherwise the CRC32C is
@@ -22,7 +23,7 @@
 local gw = Proto("gridwire", "gridwire")
 
 local types = { [1] = "DATA", [2] = "ACK", [3] = "HELLO" }
-local kinds = { [1] = "MSG", [2] = "REJECT" }
+local kinds = { [1] = "MSG", [2] = "REJECT", [3] = "PUB", [4] = "SUBS" }
 local classes = { [0] = "bulk", [1] = "urgent" }
 
 local f = {
@@ -49,6 +50,10 @@ local f = {
     rec_data = ProtoField.bytes("gridwire.rec.data", "Data"),
     rej_err = ProtoField.int32("gridwire.reject.err", "Reason (negative errno)"),
     rej_node = ProtoField.uint16("gridwire.reject.node", "Node the message was for"),
+    subs_version = ProtoField.uint32("gridwire.subs.version", "Advertisement version"),
+    subs_total = ProtoField.uint16("gridwire.subs.total", "Topics in the advertisement"),
+    subs_first = ProtoField.uint16("gridwire.subs.first", "First entry here"),
+    subs_topic = ProtoField.string("gridwire.subs.topic", "Topic"),
     ack_epoch = ProtoField.uint32("gridwire.ack.epoch", "Acknowledged epoch", base.HEX),
     ack_cum = ProtoField.uint32("gridwire.ack.cum", "Delivered below"),
     ack_nbits = ProtoField.uint16("gridwire.ack.nbits", "SACK bits"),
@@ -59,6 +64,7 @@ local f = {
     cap_batch = ProtoField.bool("gridwire.hello.caps.batching", "Batching", 32, nil, 2),
     cap_urgent = ProtoField.bool("gridwire.hello.caps.urgent", "Urgent lanes", 32, nil, 4),
     cap_grant = ProtoField.bool("gridwire.hello.caps.grant", "Grants in ACKs (congestion control)", 32, nil, 8),
+    cap_topics = ProtoField.bool("gridwire.hello.caps.topics", "Topics (PUB and SUBS records)", 32, nil, 16),
     interval = ProtoField.uint16("gridwire.hello.interval_ms", "Interval (ms)"),
     name = ProtoField.string("gridwire.hello.name", "Node name"),
     auth = ProtoField.none("gridwire.auth", "Auth trailer"),
@@ -114,6 +120,21 @@ local function frame_crc(tvb, len)
     return bxor(crc, 0xffffffff)
 end
 
+-- A SUBS record's data: version, total, first, then (id, name) entries.
+local function subs(tvb, tree, at, rlen)
+    if rlen < 8 or (rlen - 8) % 36 ~= 0 or (rlen - 8) / 36 > 28 then
+        tree:add_proto_expert_info(e_malformed, "SUBS data is not 8 + 36 x n bytes (n <= 28)")
+        return
+    end
+    tree:add_le(f.subs_version, tvb(at, 4))
+    tree:add_le(f.subs_total, tvb(at + 4, 2))
+    tree:add_le(f.subs_first, tvb(at + 6, 2))
+    for e = at + 8, at + rlen - 36, 36 do
+        tree:add(f.subs_topic, tvb(e, 36), string.format("%s (id %08x)", tvb(e + 4, 32):stringz(),
+            tvb(e, 4):le_uint()))
+    end
+end
+
 local function records(tvb, tree, len, nrec)
     local off, n = 32, 0
     while off < 32 + len do
@@ -138,6 +159,8 @@ local function records(tvb, tree, len, nrec)
         if kind == 2 and rlen >= 12 then
             r:add_le(f.rej_err, tvb(off + 16, 4))
             r:add_le(f.rej_node, tvb(off + 24, 2))
+        elseif kind == 4 then
+            subs(tvb, r, off + 16, rlen)
         elseif rlen > 0 then
             r:add(f.rec_data, tvb(off + 16, rlen))
         end
@@ -194,6 +217,7 @@ local function hello(tvb, tree, len)
     c:add_le(f.cap_batch, tvb(32, 4))
     c:add_le(f.cap_urgent, tvb(32, 4))
     c:add_le(f.cap_grant, tvb(32, 4))
+    c:add_le(f.cap_topics, tvb(32, 4))
     tree:add_le(f.interval, tvb(36, 2))
     tree:add(f.name, tvb(40, name_len))
     return tvb(40, name_len):string()
