@@ -253,6 +253,49 @@ static int cmd_client(const char *cmd, const char *params, struct rte_tel_data *
 	return 0;
 }
 
+/* The published topics. As with the directory (cmd_client), telemetry is no
+ * rte_rcu_qsbr reader: a table being rewritten can show a torn entry. */
+static const struct gw_topics *topics_now(void)
+{
+	return __atomic_load_n(&gw->ctl.topics.cur, __ATOMIC_ACQUIRE);
+}
+
+static int cmd_topics(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	const struct gw_topics *ts = topics_now();
+	rte_tel_data_start_array(d, RTE_TEL_U64_VAL);
+	for (unsigned i = 0; i < GW_TOPICS_MAX; i++)
+		if (ts->t[i].id)
+			rte_tel_data_add_array_u64(d, ts->t[i].id);
+	return 0;
+}
+
+static int cmd_topic(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	unsigned long id;
+	const struct gw_topics *ts = topics_now();
+	const struct gw_topic *t;
+	if (!params || sscanf(params, "%lu", &id) != 1 || !id || id > UINT32_MAX ||
+	    !(t = gw_topic_find(ts, (uint32_t)id)))
+		return -EINVAL;
+	unsigned latest = 0;
+	for (unsigned k = 0; k < t->nsubs; k++)
+		latest += t->sub[k].policy == GW_TOPIC_LATEST;
+	char nodes[4 * GW_TOPIC_NODES] = "";
+	size_t n = 0;
+	for (unsigned node = 0; node < GW_TOPIC_NODES && n < sizeof(nodes) - 5; node++)
+		if (gw_topic_has_node(t, (uint16_t)node))
+			n += (size_t)snprintf(nodes + n, sizeof(nodes) - n, "%s%u", n ? "," : "", node);
+	const char *name = gw_dir_name(&ts->dir, t->id);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "topic", name ? name : "?");
+	rte_tel_data_add_dict_u64(d, "id", t->id);
+	rte_tel_data_add_dict_u64(d, "subscribers", t->nsubs);
+	rte_tel_data_add_dict_u64(d, "latest", latest);
+	rte_tel_data_add_dict_string(d, "nodes", n ? nodes : "-");
+	return 0;
+}
+
 static int cmd_peers(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
@@ -423,6 +466,10 @@ int gw_stats_register(struct gw_gateway *g)
 		{ "/gridwire/lane", cmd_lane, "One lane. Parameter: node:lane" },
 		{ "/gridwire/clients", cmd_clients, "Channel ids of connected clients" },
 		{ "/gridwire/client", cmd_client, "One client. Parameter: channel id" },
+		{ "/gridwire/topics", cmd_topics, "Ids of the topics with subscribers here or on peers" },
+		{ "/gridwire/topic", cmd_topic,
+		  "One topic: name, local subscribers (latest of them), peer nodes subscribing. "
+		  "Parameter: id" },
 		{ "/gridwire/peers", cmd_peers, "Node ids heard from" },
 		{ "/gridwire/peer", cmd_peer, "One peer. Parameter: node id" },
 		{ "/gridwire/lcores", cmd_lcores, "The lcore layout's entries" },
