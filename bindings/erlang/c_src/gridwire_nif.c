@@ -37,13 +37,16 @@
 #define CHECK_EVERY 64u           /* deliveries to one process between mailbox checks */
 #define SERVERS_MAX 16            /* processes serving one service name */
 
-enum ep_kind { EP_FREE = 0, EP_ENDPOINT = 1, EP_SERVICE = 2, EP_GONE = 3 };
+enum ep_kind { EP_FREE = 0, EP_ENDPOINT = 1, EP_SERVICE = 2, EP_GONE = 3, EP_TOPIC = 4 };
 
-/* An endpoint's owner, or a service's servers (its requests and casts go
- * to them in turn: ecall's workers on the far node, a pool at this end). */
+/* An endpoint's owner, a service's servers (its requests and casts go to
+ * them in turn: ecall's workers on the far node, a pool at this end), or
+ * a topic's subscribers here (each gets every publication: the channel
+ * subscribes once, with one policy). */
 struct ep_entry {
 	uint32_t id;
 	uint8_t kind;
+	unsigned policy;    /* a topic's: GW_SUB_* */
 	uint8_t raw;        /* deliver binaries, not terms */
 	uint8_t npids, next;
 	uint16_t unchecked; /* deliveries since a mailbox was last looked at */
@@ -97,7 +100,7 @@ static ERL_NIF_TERM a_ok, a_error, a_eagain, a_epipe, a_emsgsize, a_hostunreach,
 	a_gridwire, a_gridwire_cast, a_gridwire_request, a_gridwire_reply, a_gridwire_reject,
 	a_gridwire_bad_term, a_badrpc, a_rx, a_hup, a_true, a_false, a_endpoint, a_service,
 	a_unreachable, a_enomem, a_gridwire_orphan, a_enobufs,
-	a_ehostdown, a_drain, a_gridwire_name_lost, a_gridwire_lost;
+	a_ehostdown, a_drain, a_gridwire_name_lost, a_gridwire_lost, a_topic, a_gridwire_publish;
 
 /* --- errors --- */
 
@@ -209,6 +212,20 @@ static struct ep_entry *ep_add(struct chan *c, uint32_t id)
 			c->neps++;
 			return &c->eps[h];
 		}
+}
+
+/* A name of ours at the gateway: an endpoint, a service or a subscription. */
+static bool ep_named(const struct ep_entry *e)
+{
+	return e->kind == EP_ENDPOINT || e->kind == EP_SERVICE || e->kind == EP_TOPIC;
+}
+
+/* Ask the gateway for e's name again (a new client after a reconnect). */
+static int ep_claim(struct gw_client *cl, const struct ep_entry *e)
+{
+	return e->kind == EP_SERVICE ? gw_service(cl, e->name)
+	       : e->kind == EP_TOPIC ? gw_subscribe(cl, e->name, e->policy)
+				     : gw_register(cl, e->name);
 }
 
 /* --- control: dirty I/O --- */
@@ -364,7 +381,7 @@ static void close_held(ErlNifEnv *env, struct chan *c)
 	enif_mutex_lock(c->rx);
 	enif_mutex_lock(c->tx);
 	for (unsigned i = 0; i < EPS_SLOTS; i++)
-		if (c->eps[i].kind == EP_ENDPOINT || c->eps[i].kind == EP_SERVICE)
+		if (ep_named(&c->eps[i]))
 			name_lost(env, c, &c->eps[i], a_closed);
 	struct gw_client *cl = chan_detach(env, c);
 	c->closed = true;
@@ -454,9 +471,8 @@ static ERL_NIF_TERM nif_reconnect(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
 	for (unsigned i = 0; i < EPS_SLOTS; i++) {
 		struct ep_entry *e = &c->eps[i];
 		failed[i] = 0;
-		if (e->kind == EP_ENDPOINT || e->kind == EP_SERVICE)
-			failed[i] = e->kind == EP_SERVICE ? gw_service(cl, e->name)
-							  : gw_register(cl, e->name);
+		if (ep_named(e))
+			failed[i] = ep_claim(cl, e);
 	}
 	enif_mutex_lock(c->rx);
 	for (unsigned i = 0; i < EPS_SLOTS; i++)
@@ -470,18 +486,27 @@ static ERL_NIF_TERM nif_reconnect(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
 	return a_ok;
 }
 
-/* register(Chan, Name, Pid, endpoint | service, Raw) -> ok | {error, Why};
- * a service already served on this channel takes Pid as one more server. */
+/* register(Chan, Name, Pid, endpoint | service | {topic, Policy}, Raw) ->
+ * ok | {error, Why}; a service already served on this channel takes Pid as
+ * one more server, a topic subscribed to with the same policy one more
+ * subscriber (another policy: eexist). */
 static ERL_NIF_TERM nif_register(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
 	struct chan *c;
 	char name[32];
 	ErlNifPid pid;
+	int arity;
+	const ERL_NIF_TERM *tp;
+	unsigned policy = 0;
+	bool topic = enif_get_tuple(env, argv[3], &arity, &tp) && arity == 2 && tp[0] == a_topic &&
+		     enif_get_uint(env, tp[1], &policy);
 	if (!get_chan(env, argv[0], &c) || get_name(env, argv[1], name, sizeof(name)) < 0 ||
 	    !enif_get_local_pid(env, argv[2], &pid) ||
-	    (argv[3] != a_endpoint && argv[3] != a_service))
+	    (argv[3] != a_endpoint && argv[3] != a_service && !topic))
 		return enif_make_badarg(env);
 	bool service = argv[3] == a_service;
+	/* Servers and subscribers share an entry; an endpoint has one owner. */
+	uint8_t kind = service ? EP_SERVICE : topic ? EP_TOPIC : EP_ENDPOINT;
 	/* The table changes under ctl and rx, so ctl alone may read it. An
 	 * endpoint's entry goes in before the gateway knows the name, so no
 	 * message for it finds no owner. A service is registered holding rx:
@@ -491,7 +516,8 @@ static ERL_NIF_TERM nif_register(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
 	if (c->cl && !c->dead) {
 		uint32_t id = gw_endpoint_id(name);
 		struct ep_entry *e = ep_find(c, id);
-		if (e && service && e->kind == EP_SERVICE && !strcmp(e->name, name)) {
+		if (e && kind != EP_ENDPOINT && e->kind == kind && !strcmp(e->name, name) &&
+		    (!topic || e->policy == policy)) {
 			rc = e->npids < SERVERS_MAX ? 0 : -ENOSPC;
 			enif_mutex_lock(c->rx);
 			if (rc == 0)
@@ -504,14 +530,14 @@ static ERL_NIF_TERM nif_register(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
 		} else {
 			enif_mutex_lock(c->rx);
 			*e = (struct ep_entry){ .id = id, .pid = { pid }, .npids = 1,
-						.raw = argv[4] == a_true,
-						.kind = service ? EP_SERVICE : EP_ENDPOINT };
+						.raw = argv[4] == a_true, .kind = kind,
+						.policy = policy };
 			memcpy(e->name, name, sizeof(e->name));
 			if (service)
 				rc = gw_service(c->cl, name);
 			enif_mutex_unlock(c->rx);
 			if (!service)
-				rc = gw_register(c->cl, name);
+				rc = ep_claim(c->cl, e);
 			if (rc < 0) {
 				enif_mutex_lock(c->rx);
 				e->kind = EP_GONE;
@@ -539,7 +565,7 @@ static ERL_NIF_TERM nif_unregister(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
 	enif_mutex_lock(c->rx);
 	struct ep_entry *e = ep_find(c, gw_endpoint_id(name));
 	int rc = -ENOENT;
-	bool last = false, service = false;
+	bool last = false, service = false, topic = e && e->kind == EP_TOPIC;
 	for (unsigned i = 0; e && i < e->npids; i++) {
 		if (enif_compare_pids(&e->pid[i], &pid))
 			continue;
@@ -555,7 +581,7 @@ static ERL_NIF_TERM nif_unregister(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
 	if (!service) /* a service's drop edits the library's list: keep rx */
 		enif_mutex_unlock(c->rx);
 	if (last && c->cl && !c->dead)
-		rc = gw_unregister(c->cl, name);
+		rc = topic ? gw_unsubscribe(c->cl, name) : gw_unregister(c->cl, name);
 	if (service)
 		enif_mutex_unlock(c->rx);
 	ctl_unlock(env, c);
@@ -675,6 +701,31 @@ static ERL_NIF_TERM nif_send(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
 static ERL_NIF_TERM nif_cast(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 {
 	return send_or_cast(env, argv, true);
+}
+
+/* publish(Chan, Topic, IoData, Urgent): to every subscriber of Topic; a
+ * REJECT (a hold subscriber that stayed full) comes back to the caller. */
+static ERL_NIF_TERM nif_publish(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct chan *c;
+	char name[32];
+	ErlNifBinary b;
+	unsigned cls;
+	if (!get_chan(env, argv[0], &c) || !get_payload(env, argv[2], &b) ||
+	    !get_urgent(env, argv[3], &cls))
+		return enif_make_badarg(env);
+	if (get_name(env, argv[1], name, sizeof(name)) < 0)
+		return error_tuple(env, -EINVAL);
+	enif_mutex_lock(c->tx);
+	int rc = -EPIPE;
+	if (c->cl && !c->dead) {
+		sent_claim(c, env, cls);
+		rc = gw_publish(c->cl, name, b.data, b.size, 0, cls ? GW_URGENT : 0);
+		if (rc == 0)
+			sent_done(c, cls);
+	}
+	enif_mutex_unlock(c->tx);
+	return rc < 0 ? error_tuple(env, rc) : a_ok;
 }
 
 /* call(Chan, Node, Service, IoData, TimeoutMs, Urgent) -> {ok, CallId} |
@@ -824,6 +875,20 @@ static ERL_NIF_TERM outcome(struct chan *c, const struct gw_msg *m)
 	}
 }
 
+/* {gridwire_publish, Topic, FromNode, Msg} (Msg as a subscriber with raw
+ * takes it; an undecodable term as a binary, counted). */
+static ERL_NIF_TERM publication(struct chan *c, const struct gw_msg *m, const struct ep_entry *ep,
+				bool *bad)
+{
+	ErlNifEnv *e = c->msg_env;
+	ERL_NIF_TERM topic;
+	size_t len = strlen(ep->name);
+	memcpy(enif_make_new_binary(e, len, &topic), ep->name, len);
+	ERL_NIF_TERM data = payload(c, m, ep->raw, bad);
+	c->bad_terms += *bad;
+	return enif_make_tuple4(e, a_gridwire_publish, topic, enif_make_uint(e, m->node), data);
+}
+
 /*
  * Hand one message to its process (rx held). Returns the entry whose
  * owner's mailbox is due a look, or NULL.
@@ -862,6 +927,24 @@ static struct ep_entry *dispatch(ErlNifEnv *env, struct chan *c, const struct gw
 			msg = enif_make_tuple3(e, a_gridwire_bad_term, from,
 					       payload(c, m, true, &bad));
 		}
+		break;
+	case GW_MSG_PUBLISH:
+		ep = ep_find(c, m->endpoint);
+		if (!ep || ep->kind != EP_TOPIC) {
+			msg = enif_make_tuple3(e, a_gridwire_orphan, from,
+					       enif_make_uint(e, m->endpoint));
+			ep = NULL;
+			break;
+		}
+		/* Every subscriber but the last gets its copy here, the last
+		 * below as any message. */
+		for (unsigned k = 0; k + 1 < ep->npids; k++) {
+			enif_send(env, &ep->pid[k], e, publication(c, m, ep, &bad));
+			enif_clear_env(e); /* a send takes the env's terms */
+		}
+		to = ep->pid[ep->npids - 1];
+		msg = publication(c, m, ep, &bad);
+		ep->next = (uint8_t)(ep->npids - 1); /* whose mailbox a look goes to */
 		break;
 	case GW_MSG_REPLY: {
 		struct caller *k = &c->calls[m->call_id % GW_CALLS_MAX];
@@ -1026,6 +1109,7 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info)
 	A(a_gridwire_orphan, "gridwire_orphan");
 	A(a_enobufs, "enobufs"); A(a_ehostdown, "ehostdown"); A(a_drain, "drain");
 	A(a_gridwire_name_lost, "gridwire_name_lost");
+	A(a_topic, "topic"); A(a_gridwire_publish, "gridwire_publish");
 #undef A
 	return 0;
 }
@@ -1040,6 +1124,7 @@ static ErlNifFunc funcs[] = {
 	{ "nodes", 1, nif_nodes, DIRTY },
 	{ "send", 5, nif_send, 0 },
 	{ "cast", 5, nif_cast, 0 },
+	{ "publish", 4, nif_publish, 0 },
 	{ "call", 6, nif_call, 0 },
 	{ "forget", 2, nif_forget, 0 },
 	{ "respond", 7, nif_respond, 0 },

@@ -29,11 +29,19 @@
 %% Backpressure: a full channel is {error, eagain} at once (send/3), or a
 %% bounded wait in Erlang (send/4, cast/4 with a timeout); no call blocks
 %% a scheduler.
+%%
+%% Topics: subscribe(Topic, Policy) makes the calling process a subscriber
+%% (Policy hold, latest or {latest, KeyBytes}: doc/api.md#topics); it gets
+%% {gridwire_publish, Topic, FromNode, Msg} for every publish(Topic, Msg)
+%% anywhere, in each publisher's order. The processes of one channel that
+%% subscribe to a topic share one subscription (so one policy) and each
+%% gets every publication.
 -module(gridwire).
 -compile({no_auto_import, [register/2, nodes/0]}).
 -export([start/0, start/1, stop/0, env/1]).
 -export([send/3, send/4, cast/3, cast/4, call/4, call/5]).
 -export([register/1, register/2, unregister/1, serve/2, serve/3, unserve/1]).
+-export([subscribe/2, subscribe/3, unsubscribe/1, publish/2, publish/3]).
 -export([cast_one/3, cast_all/3, cast_all/4, call_one/4, call_one/5, call_any/4, call_any/5,
          call_all/4, call_all/5, call_all_wait/4]).
 -export([nodes/0, node_id/1, local_node/0, node_up/1, endpoint_id/1, stats/0]).
@@ -93,6 +101,19 @@ cast(Node, Service, Req, Opts) ->
     C = chan(),
     N = node_id(Node),
     retry(fun() -> gridwire_nif:cast(C, N, Service, Bin, U) end, deadline(T)).
+
+%% To every subscriber of Topic, on any node: ok, or {error, Why} (eagain:
+%% the channel is full). A subscriber that holds (policy hold) and stays
+%% full makes the publisher hear {gridwire_reject, Node, TopicId, enobufs}.
+publish(Topic, Msg) ->
+    gridwire_nif:publish(chan(), Topic, term_to_binary(Msg), false).
+
+%% As publish/2, with a timeout or #{timeout => Ms, urgent => boolean()}.
+publish(Topic, Msg, Opts) ->
+    {T, U} = send_opts(Opts),
+    Bin = term_to_binary(Msg),
+    C = chan(),
+    retry(fun() -> gridwire_nif:publish(C, Topic, Bin, U) end, deadline(T)).
 
 %% A timeout, or a map of options: {TimeoutMs, Urgent}.
 send_opts(TimeoutMs) when is_integer(TimeoutMs) -> {TimeoutMs, false};
@@ -155,6 +176,32 @@ register(Endpoint) -> register(Endpoint, #{}).
 register(Endpoint, Opts) ->
     {_, Pid, _} = pick(),
     gridwire_chan:register(Pid, Endpoint, self(), endpoint, Opts).
+
+%% The calling process gets {gridwire_publish, Topic, FromNode, Msg} for
+%% each publication to Topic. Policy: hold (a full mailbox holds the
+%% publisher, then REJECTs), latest (the newest message per key while it
+%% falls behind; key: the first 8 bytes of the term as sent) or {latest,
+%% KeyBytes} (1..64). Opts as register/2's. ok | {error, Why} (eexist:
+%% another process of this channel subscribes with another policy).
+subscribe(Topic, Policy) -> subscribe(Topic, Policy, #{}).
+subscribe(Topic, Policy, Opts) ->
+    case policy(Policy) of
+        {ok, P} ->
+            {_, Pid, _} = pick(),
+            gridwire_chan:register(Pid, Topic, self(), {topic, P}, Opts);
+        error ->
+            {error, einval}
+    end.
+
+%% GW_SUB_HOLD, GW_SUB_LATEST, GW_SUB_LATEST_KEY(N).
+policy(hold) -> {ok, 0};
+policy(latest) -> {ok, 1};
+policy({latest, N}) when is_integer(N), N >= 1, N =< 64 -> {ok, 1 bor (N bsl 8)};
+policy(_) -> error.
+
+unsubscribe(Topic) ->
+    {_, Pid, _} = pick(),
+    gridwire_chan:unregister(Pid, Topic).
 
 channel() -> chan().
 channel_process() -> element(2, pick()).

@@ -37,7 +37,7 @@
 start_link(Index, Socket, Opts) ->
     gen_server:start_link(?MODULE, {Index, Socket, Opts}, []).
 
-%% Kind: endpoint | service.
+%% Kind: endpoint | service | {topic, Policy} (GW_SUB_*).
 register(Server, Name, Pid, Kind, Opts) ->
     gen_server:call(Server, {register, Name, Pid, Kind, Opts}, infinity).
 

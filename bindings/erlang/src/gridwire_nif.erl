@@ -3,6 +3,7 @@
 %% and gridwire_chan use it.
 -module(gridwire_nif).
 -export([open/2, close/1, reconnect/2, register/5, unregister/3, nodes/1, send/5, cast/5,
+         publish/4,
          call/6, forget/2, respond/7, drain/2, local_node/1, node_up/2,
          stats/1, endpoint_id/1]).
 -on_load(load/0).
@@ -27,6 +28,7 @@ unregister(_Chan, _Name, _Pid) -> ?NIF.
 nodes(_Chan) -> ?NIF.
 send(_Chan, _Node, _Endpoint, _IoData, _Urgent) -> ?NIF.
 cast(_Chan, _Node, _Service, _IoData, _Urgent) -> ?NIF.
+publish(_Chan, _Topic, _IoData, _Urgent) -> ?NIF.
 call(_Chan, _Node, _Service, _IoData, _TimeoutMs, _Urgent) -> ?NIF.
 forget(_Chan, _CallId) -> ?NIF.
 respond(_Chan, _Node, _Sender, _CallId, _Failed, _IoData, _Urgent) -> ?NIF.

@@ -6,7 +6,7 @@
 -module(gridwire_tests).
 -include_lib("eunit/include/eunit.hrl").
 -export([sink/3, sink_result/1, slow_sink/2, slow_release/1, counter/0, count/1,
-         serve_b/0, mailbox/1]).
+         serve_b/0, mailbox/1, sub_sink/2, sub_result/1]).
 
 -define(T, 2000).
 
@@ -50,6 +50,41 @@ sink_loop(Last, N, Bad, E) ->
 sink_result(Name) ->
     P = whereis(list_to_atom("sink_" ++ binary_to_list(Name))),
     P ! {result, self()},
+    receive {result, R} -> R after 5000 -> timeout end.
+
+%% A subscriber of Topic, registered as Name: each publisher S's messages
+%% {S, Seq} must come once each, in order, none missing (Seq 1, 2, ...);
+%% {probe, _} messages (sent until the subscription has travelled) are
+%% counted apart.
+sub_sink(Name, Topic) ->
+    Parent = self(),
+    Pid = spawn(fun() ->
+                        ok = gridwire:subscribe(Topic, hold, #{max_mailbox => 1000000}),
+                        Parent ! subscribed,
+                        sub_loop(Topic, #{}, 0, 0, 0)
+                end),
+    receive subscribed -> ok after 5000 -> error(not_subscribed) end,
+    true = erlang:register(Name, Pid),
+    ok.
+
+sub_loop(Topic, Last, N, Bad, Probes) ->
+    receive
+        {gridwire_publish, Topic, _From, {probe, _}} ->
+            sub_loop(Topic, Last, N, Bad, Probes + 1);
+        {gridwire_publish, Topic, _From, {S, Seq}} ->
+            Ok = Seq =:= maps:get(S, Last, 0) + 1,
+            sub_loop(Topic, Last#{S => Seq}, N + 1, Bad + (case Ok of true -> 0; false -> 1 end),
+                     Probes);
+        {result, To} ->
+            To ! {result, #{received => N, out_of_order => Bad, publishers => map_size(Last),
+                            probes => Probes}},
+            sub_loop(Topic, Last, N, Bad, Probes);
+        stop ->
+            ok = gridwire:unsubscribe(Topic)
+    end.
+
+sub_result(Name) ->
+    Name ! {result, self()},
     receive {result, R} -> R after 5000 -> timeout end.
 
 %% An endpoint that reads nothing until released, with a small mailbox bound.
@@ -155,6 +190,8 @@ gridwire_test_() ->
                 {timeout, 120, fun() -> bounded(Peer) end}},
                {"any terms into every NIF: a result or badarg, never a crash",
                 {timeout, 600, fun() -> nif_terms() end}},
+               {"topics: 100 publishers, subscribers on both nodes, each in order",
+                {timeout, 120, fun() -> topics(Peer) end}},
                {"processes killed", {timeout, 60, fun() -> killed(Peer) end}},
                {"the gateway restarted", {timeout, 120, fun() -> restarted(Peer) end}}]}
      end}.
@@ -351,6 +388,42 @@ urgent(Peer) ->
              fun(N) -> N =:= 2 end, 100),
     %% Bad input: a class that is neither is badarg at the NIF.
     ?assertError(badarg, gridwire_nif:send(gridwire:channel(), B, <<"usink">>, <<>>, maybe)).
+
+%% Two subscribers on B (one channel or two: either way each gets every
+%% publication) and one on A; 100 processes on A publish 100 messages each.
+%% The subscriptions travel first (probes until B's subscriber hears one).
+topics(Peer) ->
+    Pubs = 100, Each = 100, T = <<"volts">>,
+    ok = peer:call(Peer, ?MODULE, sub_sink, [sub_b1, T]),
+    ok = peer:call(Peer, ?MODULE, sub_sink, [sub_b2, T]),
+    ok = sub_sink(sub_a, T),
+    Probed = fun() -> ok = gridwire:publish(T, {probe, x}, 1000),
+                      peer:call(Peer, ?MODULE, sub_result, [sub_b1])
+             end,
+    ?assertMatch(#{probes := P} when P > 0,
+                 wait_for(Probed, fun(#{probes := P}) -> P > 0 end, 300)),
+    Self = self(),
+    [spawn(fun() ->
+                   [ok = gridwire:publish(T, {P, Q}, 10000) || Q <- lists:seq(1, Each)],
+                   Self ! {published, P}
+           end) || P <- lists:seq(1, Pubs)],
+    [receive {published, P} -> ok after 60000 -> error({publisher_stuck, P}) end
+     || P <- lists:seq(1, Pubs)],
+    All = fun(#{received := N}) -> N >= Pubs * Each; (_) -> false end,
+    Want = #{received => Pubs * Each, out_of_order => 0, publishers => Pubs},
+    Of = fun(R) -> maps:with([received, out_of_order, publishers], R) end,
+    [?assertEqual({Where, Want},
+                  {Where, Of(wait_for(fun() -> Result(Name) end, All, 300))})
+     || {Where, Name, Result} <-
+            [{b, sub_b1, fun(N) -> peer:call(Peer, ?MODULE, sub_result, [N]) end},
+             {b, sub_b2, fun(N) -> peer:call(Peer, ?MODULE, sub_result, [N]) end},
+             {a, sub_a, fun sub_result/1}]],
+    ?assertEqual({error, einval}, gridwire:subscribe(T, sideways)),
+    ?assertEqual({error, einval}, gridwire:subscribe(T, {latest, 65})),
+    ?assertEqual({error, einval}, gridwire:publish(<<"bad name">>, x)),
+    sub_a ! stop,
+    [peer:call(Peer, erlang, send, [N, stop]) || N <- [sub_b1, sub_b2]],
+    ok.
 
 callers() ->
     Self = self(),
