@@ -25,6 +25,7 @@ struct opts {
 	unsigned urgent_every;
 	bool poisson; /* tx, probe: --rate as the mean of Poisson arrivals */
 	bool topic;   /* tx: publish to the topic -e names; rx: subscribe to it */
+	bool each;    /* tx: every message to every endpoint (a fan-out by sends) */
 	unsigned latest_key; /* rx --topic --latest[=N]: a latest subscriber, key N bytes */
 	uint64_t msgs, expect; /* 0: until stopped */
 	uint64_t rate;         /* msg/s, 0 = unpaced; read live by tx */

@@ -318,17 +318,17 @@ static void progress(const struct opts *o, const char *what, uint64_t done, uint
 	last_done = done;
 }
 
-static int tx_one(struct gw_client *cl, const struct opts *o, uint32_t ep, const char *name,
-		  const void *buf, uint32_t writer, int timeout_ms)
+static int tx_one(struct gw_client *cl, const struct opts *o, uint16_t node, uint32_t ep,
+		  const char *name, const void *buf, uint32_t writer, int timeout_ms)
 {
 	unsigned flags = urgent_writer(o, writer) ? GW_URGENT : 0;
 	if (o->topic)
 		return gw_publish(cl, name, buf, o->size, timeout_ms, flags);
 	if (o->cast)
-		return gw_cast_flags(cl, (uint16_t)o->node, name, buf, o->size, timeout_ms, flags);
+		return gw_cast_flags(cl, node, name, buf, o->size, timeout_ms, flags);
 	if (flags)
-		return gw_send_flags(cl, (uint16_t)o->node, name, buf, o->size, timeout_ms, flags);
-	return gw_send_id(cl, (uint16_t)o->node, ep, buf, o->size, timeout_ms);
+		return gw_send_flags(cl, node, name, buf, o->size, timeout_ms, flags);
+	return gw_send_id(cl, node, ep, buf, o->size, timeout_ms);
 }
 
 static int run_tx(const struct opts *o)
@@ -344,23 +344,34 @@ static int run_tx(const struct opts *o)
 		return 2;
 	}
 	uint32_t ep[PERF_MAX_EPS];
+	uint16_t epnode[PERF_MAX_EPS];
 	const char *epname[PERF_MAX_EPS];
 	unsigned nep = 0;
-	char names[256];
+	char names[512];
 	snprintf(names, sizeof(names), "%s", o->endpoint);
+	/* NAME, or NODE:NAME for one on another node than -n's */
 	for (char *sv, *t = strtok_r(names, ",", &sv); t && nep < PERF_MAX_EPS; t = strtok_r(NULL, ",", &sv)) {
-		epname[nep] = t;
-		ep[nep++] = gw_endpoint_id(t);
+		char *colon = strchr(t, ':');
+		epnode[nep] = (uint16_t)(colon ? strtoul(t, NULL, 0) : o->node);
+		epname[nep] = colon ? colon + 1 : t;
+		ep[nep] = gw_endpoint_id(epname[nep]);
+		if (!epnode[nep] && !o->topic) {
+			fprintf(stderr, "gw-perf: endpoint %s has no node: -n NODE, or NODE:%s\n", t, t);
+			return 2;
+		}
+		nep++;
 	}
 	if (!nep || !o->writers) {
 		fprintf(stderr, "gw-perf: tx needs a writer or more (-w N) and an endpoint name or more (-e NAME[,NAME...])\n");
 		return 2;
 	}
 	/* The peer may still be coming up (bond mode 4 takes seconds). */
-	for (int i = 0; i < 300 && !o->topic && !gw_node_up(cl, (uint16_t)o->node); i++)
-		nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
+	for (unsigned k = 0; k < nep && !o->topic; k++)
+		for (int t = 0; t < 300 && !gw_node_up(cl, epnode[k]); t++)
+			nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
 	uint8_t *buf = calloc(1, o->size);
-	uint64_t total = o->msgs ? o->msgs * o->writers : UINT64_MAX, refused = 0, i;
+	uint64_t total = o->msgs ? o->msgs * o->writers * (o->each ? nep : 1) : UINT64_MAX;
+	uint64_t refused = 0, i;
 	struct ledger led = { 0 };
 	if (o->ledger)
 		ledger_init(&led, o->id_base + o->writers, o->msgs);
@@ -410,12 +421,12 @@ static int run_tx(const struct opts *o)
 		h.sent_ns = perf_stamp(&stamp, waited);
 		waited = false;
 		memcpy(buf, &h, sizeof(h));
-		rc = tx_one(cl, o, ep[to], epname[to], buf, h.writer, 0);
+		rc = tx_one(cl, o, epnode[to], ep[to], epname[to], buf, h.writer, 0);
 		if (rc == -EAGAIN) {
 			waited = true;
 			COUNT(eagain, 1); /* backpressure: the channel is full, wait for room */
 			drain_rejects(cl, &classes, &led);
-			rc = tx_one(cl, o, ep[to], epname[to], buf, h.writer, 10000);
+			rc = tx_one(cl, o, epnode[to], ep[to], epname[to], buf, h.writer, 10000);
 		}
 		/* The node is down and we were told at once: try again later,
 		 * up to a minute, so every writer's sequence stays whole. */
@@ -424,7 +435,7 @@ static int run_tx(const struct opts *o)
 			waited = true;
 			nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
 			drain_rejects(cl, &classes, &led);
-			rc = tx_one(cl, o, ep[to], epname[to], buf, h.writer, 10000);
+			rc = tx_one(cl, o, epnode[to], ep[to], epname[to], buf, h.writer, 10000);
 		}
 		if ((i & 1023) == 1023) {
 			drain_rejects(cl, &classes, &led);
@@ -437,6 +448,8 @@ static int run_tx(const struct opts *o)
 		COUNT(sent, 1);
 		if (++to == nep)
 			to = 0;
+		else if (o->each)
+			continue; /* the same message to the next endpoint */
 		if (++w == o->writers) {
 			w = 0;
 			to = 0;

@@ -22,6 +22,9 @@
  * reports how late it woke, the CPU scheduler's share of any latency
  * measured beside it.
  *
+ * tx -e takes NODE:NAME for an endpoint on another node than -n's, and
+ * --each sends every message to every endpoint listed (a fan-out done by
+ * sends, to compare with a topic's).
  * tx --cast and rx --service do the same with casts to a service; tx
  * --topic publishes to topic EP (no node) and rx --topic subscribes to it,
  * with --latest[=KEY] as a latest subscriber (key: the first KEY bytes,
@@ -94,6 +97,8 @@ static void usage(FILE *f)
 		   "       gw-perf interactive -s SOCK     a testpmd-like prompt: set, start, stop,\n"
 		   "                                       show perf|port|lane|client|peer stats, help\n"
 		   "       tx --cast / rx --service: casts to a service; tx, call: --stats-period S\n"
+		   "       tx -e NODE:EP: an endpoint on another node; --each: every message to\n"
+		   "                 every endpoint listed\n"
 		   "       tx --topic: publish to topic EP (no -n); rx --topic [--latest[=KEY]]:\n"
 		   "                 subscribe (hold, or latest: -m MSGS, ends when --expect writers\n"
 		   "                 had their last)\n"
@@ -130,7 +135,7 @@ int main(int argc, char **argv)
 		{ "duration", 1, NULL, 'u' }, { "timeline", 1, NULL, 'Y' },
 		{ "urgent", 0, NULL, 'G' }, { "urgent-every", 1, NULL, 'K' },
 		{ "poisson", 0, NULL, 'p' }, { "deaf-ms", 1, NULL, 'F' }, { "topic", 0, NULL, 'o' },
-		{ "latest", 2, NULL, 'a' }, { 0 },
+		{ "latest", 2, NULL, 'a' }, { "each", 0, NULL, 'E' }, { 0 },
 	};
 	int c;
 	optind = 2;
@@ -166,6 +171,7 @@ int main(int argc, char **argv)
 		case 'K': o.urgent_every = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'p': o.poisson = true; break;
 		case 'o': o.topic = true; break;
+		case 'E': o.each = true; break;
 		case 'a': o.latest_key = optarg ? (unsigned)strtoul(optarg, NULL, 0) : 8; break;
 		default: usage(stderr); return 2;
 		}
@@ -186,10 +192,15 @@ int main(int argc, char **argv)
 				"writer's count: it ends when --expect writers have had their last)\n");
 		return 2;
 	}
-	if (mode != PERF_PROBE && (!o.sock || !o.endpoint || (tx && ((!o.node && !o.topic) || !o.writers)) ||
+	if (o.each && (mode != PERF_TX || o.ledger || o.topic)) {
+		fprintf(stderr, "gw-perf: --each is for tx sends, without --ledger\n");
+		return 2;
+	}
+	if (mode != PERF_PROBE && (!o.sock || !o.endpoint || (tx && !o.writers) ||
+	    (mode == PERF_CALL && !o.node) ||
 	    (!tx && !o.writers_max) || (tx && o.id_base + o.writers > o.writers_max))) {
 		fprintf(stderr, "gw-perf: missing or bad arguments: -s SOCK and -e ENDPOINT are required, "
-				"tx also needs -n NODE\n");
+				"tx and call also need -n NODE (tx: or -e NODE:EP)\n");
 		return 2;
 	}
 	if (mode == PERF_CALL && o.timeout_ms <= 0) {
