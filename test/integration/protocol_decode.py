@@ -29,7 +29,8 @@ Per frame:
                              the plaintext)
   auth                       the [auth] trailer, or null
   records                    DATA: [{len, kind, kind_name, flags, dst_ep,
-                             src_chan, reserved, msg_id[, reject]}]
+                             src_chan, reserved, msg_id[, reject][, subs:
+                             {version, total, first, topics: [{id, name}]}]}]
   ack                        ACK: {acked_epoch, cum, nbits, grant (units of 64 bytes, 0: none),
                              sack (hex), held: [seq...]}
   hello                      HELLO: {caps, caps_auth, caps_batching,
@@ -156,7 +157,7 @@ IP_MTU = 9000
 MAGIC = 0x5747
 VERSION = 1
 TYPES = {1: "DATA", 2: "ACK", 3: "HELLO"}
-KINDS = {1: "MSG", 2: "REJECT"}
+KINDS = {1: "MSG", 2: "REJECT", 3: "PUB", 4: "SUBS"}
 LANE_URGENT = 0x8000
 SACK_BITS = 256
 NAME_MAX = 32  # name_len 1 .. 31 (GW_NAME_MAX - 1)
@@ -202,6 +203,23 @@ def decode_trailer(t):
             "roll": roll, "key_id": key_id, "counter": counter, "tag": t[16:32].hex()}
 
 
+def decode_subs(d):
+    """A SUBS record's data: (version, total, first, topics), or an error."""
+    if len(d) < 8 or (len(d) - 8) % 36 or (len(d) - 8) // 36 > 28:
+        return None, f"data of {len(d)} bytes"
+    version, total, first = struct.unpack("<IHH", d[:8])
+    n = (len(d) - 8) // 36
+    if first + n > total:
+        return None, f"entries {first} + {n} past total {total}"
+    topics = []
+    for e in range(8, len(d), 36):
+        tid, name = struct.unpack("<I", d[e:e + 4])[0], d[e + 4:e + 36]
+        if tid == 0 or 0 not in name:
+            return None, "an entry with id 0 or a name without a NUL"
+        topics.append({"id": tid, "name": name[:name.index(0)].decode("latin-1")})
+    return {"version": version, "total": total, "first": first, "topics": topics}, None
+
+
 def decode_records(p):
     """DATA payload: records back to back. (records, error or None)."""
     recs, off = [], 0
@@ -218,6 +236,10 @@ def decode_records(p):
         if kind == 2 and ln >= 12:
             err, rmsg, node = struct.unpack("<iIH", p[off + 16:off + 26])
             r["reject"] = {"err": err, "msg_id": rmsg, "node": node}
+        if kind == 4:
+            r["subs"], err = decode_subs(p[off + 16:off + 16 + ln])
+            if err:
+                return recs, f"record at {off}: SUBS {err}"
         recs.append(r)
         off += 16 + ln
     return recs, None
