@@ -72,24 +72,26 @@ static int reject(struct gw_batcher *b, struct gw_chan *c, const struct gw_chan_
 
 /*
  * Publication m of channel c to every node that subscribes to its topic,
- * one PUB record each. -EAGAIN when a lane is full: the next pass takes
- * it up where it stopped.
+ * one PUB record each. -EAGAIN when a lane is full: the nodes it has not
+ * reached stay with the channel (gw_chan_tx.fan_left), and a later pass
+ * goes on with them alone, whatever other channels it drained meanwhile.
  */
-static int publish(struct gw_batcher *b, const struct gw_chan *c, const struct gw_chan_msg *m)
+static int publish(struct gw_batcher *b, struct gw_chan *c, const struct gw_chan_msg *m)
 {
-	if (b->fan_chan != c || b->fan_msg != m->msg_id) {
-		memset(b->fan_left, 0, sizeof(b->fan_left));
-		b->ops->fanout(b->ctx, m->ep, b->fan_left);
-		b->fan_chan = c;
-		b->fan_msg = m->msg_id;
+	struct gw_chan_tx *t = &c->tx[b->cls];
+	if (!t->fan_set || t->fan_msg != m->msg_id) {
+		memset(t->fan_left, 0, sizeof(t->fan_left));
+		b->ops->fanout(b->ctx, m->ep, t->fan_left);
+		t->fan_set = true;
+		t->fan_msg = m->msg_id;
 		bool any = false;
 		for (unsigned w = 0; w < GW_MAX_NODES / 64; w++)
-			any |= b->fan_left[w] != 0;
+			any |= t->fan_left[w] != 0;
 		b->pub_unsubscribed += !any;
 	}
 	for (unsigned w = 0; w < GW_MAX_NODES / 64; w++)
-		while (b->fan_left[w]) {
-			uint16_t node = (uint16_t)(w * 64 + (unsigned)__builtin_ctzll(b->fan_left[w]));
+		while (t->fan_left[w]) {
+			uint16_t node = (uint16_t)(w * 64 + (unsigned)__builtin_ctzll(t->fan_left[w]));
 			int err = 0;
 			struct gw_batch_frame *f = frame_for(b, node, m->len, &err);
 			if (err == -EAGAIN)
@@ -104,9 +106,9 @@ static int publish(struct gw_batcher *b, const struct gw_chan *c, const struct g
 			} else {
 				b->pub_unreachable++; /* its node is not up (or, msg_max said no, too big) */
 			}
-			b->fan_left[w] &= b->fan_left[w] - 1;
+			t->fan_left[w] &= t->fan_left[w] - 1;
 		}
-	b->fan_chan = NULL;
+	t->fan_set = false;
 	return 0;
 }
 

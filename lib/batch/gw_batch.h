@@ -68,11 +68,6 @@ struct gw_batcher {
 	unsigned first;    /* where the next pass starts: after the channel a window cut off */
 	uint16_t open_nodes[GW_MAX_NODES];
 	struct gw_batch_frame open[GW_MAX_NODES];
-	/* A publication a full lane stopped: its channel, number, and the
-	 * nodes it has still to go to. */
-	const struct gw_chan *fan_chan;
-	uint32_t fan_msg;
-	uint64_t fan_left[GW_MAX_NODES / 64];
 	/* counters */
 	uint64_t msgs, frames, rejects;
 	uint64_t pub_records;      /* PUB records made: one per subscribing node */

@@ -217,6 +217,12 @@ struct gw_chan_tx {
 	} ck[GW_CHAN_CHECKPOINTS];
 	uint8_t ck_first, ck_n;
 	uint32_t settled; /* gateway: the last value published */
+	/* gateway: the head message, a publication that a full lane stopped
+	 * part-way (fan_msg, when fan_set), has still to go to these nodes:
+	 * kept with its channel, as the batcher drains others meanwhile */
+	bool fan_set;
+	uint32_t fan_msg;
+	uint64_t fan_left[GW_MAX_NODES / 64];
 };
 
 /* One end of a channel, private to its process. */

@@ -423,7 +423,7 @@ static void rx_offer(const struct fz_frame *o, const struct gw_hdr *h, unsigned 
 	if (o && reset)
 		z.rx_gen = o->gen;
 	if (moved)
-		rx->cursor = 0x5eed; /* a new head must start at record 0 */
+		rx->at.off = 0x5eed; /* a new head must start at record 0 */
 
 	z.pop_expect = NULL;
 	enum gw_lane_rx_verdict v = gw_lane_rx_accept_on(rx, h, c, member);
@@ -432,7 +432,7 @@ static void rx_offer(const struct fz_frame *o, const struct gw_hdr *h, unsigned 
 	TRACE("offer seq %u base %u epoch %08x%s -> %d, next %u\n", h->seq, h->base, h->epoch,
 	      o ? "" : " (forged)", v, rx->next);
 	CHECK(rx->active && rx->epoch == h->epoch && rx->next == next);
-	CHECK(!moved || rx->cursor == 0);
+	CHECK(!moved || rx->at.off == 0);
 	void *slot = rx->held[h->seq & (rx->win - 1)];
 	if (seq_before(h->seq, next)) {
 		CHECK(dup && (rx->ack_due || v == GW_RX_REDUNDANT));
@@ -528,11 +528,11 @@ static void op_pop(unsigned n)
 				o->popped++;
 		}
 		TRACE("pop seq %u\n", f->seq);
-		rx->cursor = 7; /* the caller's progress in the head frame */
+		rx->at.off = 7; /* the caller's progress in the head frame */
 		z.pop_expect = f;
 		gw_lane_rx_pop(rx);
 		z.pop_expect = NULL;
-		CHECK(f->owner == FZ_GONE && rx->next == next + 1 && rx->cursor == 0 && rx->ack_due);
+		CHECK(f->owner == FZ_GONE && rx->next == next + 1 && rx->at.off == 0 && rx->ack_due);
 	}
 }
 
@@ -853,7 +853,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (arg >= 12)
 				op_abandon(arg - 11);
 			else
-				z.rx.cursor = rd32(&in) | 1; /* partway through the head frame */
+				z.rx.at.off = rd32(&in) | 1; /* partway through the head frame */
 			break;
 		}
 		check_all(z.ops % 4 == 0 || !in.n);

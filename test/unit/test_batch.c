@@ -233,16 +233,22 @@ static void test_unreachable_rejected(void)
 }
 
 /* PUB records of frame i, to node: their numbers into got[], how many. */
-static unsigned pubs_in(struct rig *r, unsigned i, uint16_t node, uint32_t *got)
+/* The publications of channel chan (10, 11) in frame i for node, by number. */
+static unsigned pubs_of(struct rig *r, unsigned i, uint16_t node, uint32_t chan, uint32_t *got)
 {
 	size_t off = 0;
 	struct gw_rec rec;
 	unsigned n = 0;
 	while (r->k->f[i].node == node &&
 	       gw_wire_rec_next(r->k->f[i].buf, r->k->f[i].used, &off, &rec) == 1)
-		if (rec.kind == GW_RK_PUB && rec.dst_ep == 77 && rec.src_chan == 10)
+		if (rec.kind == GW_RK_PUB && rec.dst_ep == 77 && rec.src_chan == chan)
 			memcpy(&got[n++], rec.data, 4);
 	return n;
+}
+
+static unsigned pubs_in(struct rig *r, unsigned i, uint16_t node, uint32_t *got)
+{
+	return pubs_of(r, i, node, 10, got);
 }
 
 /*
@@ -251,6 +257,33 @@ static unsigned pubs_in(struct rig *r, unsigned i, uint16_t node, uint32_t *got)
  * node gets one twice); a node that cannot be reached is skipped, and a
  * topic without subscribers is not an error.
  */
+/*
+ * Two channels' publications both stopped part-way by a full lane: each
+ * keeps the nodes it has still to reach, and no node gets either twice
+ * (the batcher drains the other channel between the two passes).
+ */
+static void test_publish_interleaved(void)
+{
+	struct rig r;
+	rig_init(&r, 0, 4096, 1);
+	r.k->subscribers[0] = 1u << 2 | 1u << 3;
+	send_n(&r, 0, GW_CHAN_NODE_TOPIC, 0, 1);
+	send_n(&r, 1, GW_CHAN_NODE_TOPIC, 0, 1);
+	CU_ASSERT_EQUAL(gw_batch_pass(&r.b, r.chans, 2), 0); /* node 2's frame only */
+	r.k->window = 10;
+	CU_ASSERT_EQUAL(gw_batch_pass(&r.b, r.chans, 2), 2);
+	for (uint32_t chan = 10; chan <= 11; chan++)
+		for (uint16_t node = 2; node <= 3; node++) {
+			uint32_t got[8];
+			unsigned n = 0;
+			for (unsigned i = 0; i < r.k->nframes; i++)
+				n += pubs_of(&r, i, node, chan, got + n);
+			CU_ASSERT_EQUAL(n, 1);
+		}
+	CU_ASSERT_EQUAL(r.b.pub_records, 4);
+	rig_fini(&r);
+}
+
 static void test_publish(void)
 {
 	struct rig r;
@@ -360,6 +393,7 @@ static const struct gw_test_case cases[] = {
 	{ "a publication: one record per subscribing node, never two", test_publish },
 	{ "two destinations keep order", test_two_destinations },
 	{ "a window opening a frame at a time serves every channel", test_window_fairness },
+	{ "two publications stopped part-way: none twice to a node", test_publish_interleaved },
 	{ "quantum fairness", test_quantum_fairness },
 	{ NULL, NULL },
 };
