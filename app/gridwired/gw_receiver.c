@@ -11,9 +11,13 @@
 
 #define GW_LOOP_BURST 64 /* loopback frames per step, so the lanes get their turn */
 #define GW_HANDOFFQ 1024 /* frames handed over from one lcore; full: dropped, sent again */
-/* A latest subscriber's store, per receiver: keys and bytes at most. */
+/* A latest subscriber's store, per receiver: keys and bytes at most; and
+ * how many messages it may have unread in its channel (per receiver)
+ * before the store takes the rest: a screen that reads 10 a second is
+ * then at most seconds behind, not a ring's worth. */
 #define GW_RECEIVER_LATEST_KEYS 4096
 #define GW_RECEIVER_LATEST_BYTES (1u << 20)
+#define GW_RECEIVER_LATEST_DEPTH 64
 
 void gw_receiver_init(struct gw_receiver *rv, uint8_t id, const struct gw_node *node,
 		      struct gw_peers *peers, struct gw_control *ctl,
@@ -310,14 +314,22 @@ static void drain_later(struct gw_receiver *rv, struct gw_client *cl)
 	rv->draining[rv->ndraining++] = cl->chan_id; /* one per client: room for all */
 }
 
-/* Deliver what cl's store holds, oldest first, while its ring takes them.
- * true when the store is empty. */
+/* May latest subscriber cl take one more message into its channel? */
+static bool latest_room(struct gw_receiver *rv, struct gw_client *cl)
+{
+	return gw_chan_rx_unread(&cl->chan, rv->id) < GW_RECEIVER_LATEST_DEPTH;
+}
+
+/* Deliver what cl's store holds, oldest first, while it has room for
+ * them. true when the store is empty. */
 static bool drain_one(struct gw_receiver *rv, struct gw_client *cl)
 {
 	struct gw_conflate *c = cl->rx[rv->id].latest;
 	const uint8_t *rec;
 	uint32_t len;
 	while (c && (rec = gw_conflate_front(c, &len))) {
+		if (!latest_room(rv, cl))
+			return false;
 		struct gw_chan_desc d; /* stored unaligned, after the key */
 		memcpy(&d, rec, sizeof(d));
 		int rc = gw_chan_deliver(&cl->chan, rv->id, d, rec + sizeof(d));
@@ -402,10 +414,10 @@ static int deliver_sub(struct gw_receiver *rv, struct gw_client *cl, const struc
 		       const struct gw_chan_desc *d, const void *data)
 {
 	bool latest = s->policy == GW_TOPIC_LATEST;
-	/* A latest subscriber gets what its store holds first: order holds
-	 * across the switch. */
+	/* A latest subscriber gets what its store holds first (order holds
+	 * across the switch), and what it cannot take now goes there. */
 	int rc = -ENOBUFS;
-	if (latest ? drain_one(rv, cl) : dest_open(rv, cl))
+	if (latest ? drain_one(rv, cl) && latest_room(rv, cl) : dest_open(rv, cl))
 		rc = gw_chan_deliver(&cl->chan, rv->id, *d, data);
 	if (rc == 0) {
 		rv->st->pub_delivered++;

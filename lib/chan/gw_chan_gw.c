@@ -383,6 +383,13 @@ static void rx_queued(const struct gw_chan *c, unsigned part, uint32_t *descs, u
 		 __atomic_load_n(&c->shm->rx_tail[part].tail, __ATOMIC_ACQUIRE);
 }
 
+uint32_t gw_chan_rx_unread(const struct gw_chan *c, unsigned part)
+{
+	uint32_t descs, bytes;
+	rx_queued(c, part, &descs, &bytes);
+	return descs <= c->ring_mask + 1 ? descs : c->ring_mask + 1; /* the client's word */
+}
+
 bool gw_chan_rx_below_half(const struct gw_chan *c, unsigned part)
 {
 	uint32_t descs, bytes;

@@ -3,8 +3,9 @@
  * gw_conflate: the newest message per key for a subscriber that has fallen
  * behind (a topic's `latest` policy), in bounded memory. Pure C.
  *
- * While a `latest` subscriber's ring is full, its receiver puts what comes
- * for it here instead of holding the publisher. A message whose key (its
+ * While a `latest` subscriber is behind (its channel full, or 64 messages
+ * unread), its receiver puts what comes for it here instead of holding
+ * the publisher. A message whose key (its
  * first key_len bytes) is already waiting replaces that one (conflated)
  * and goes to the back: so what the subscriber reads later is a
  * subsequence of what was published, in order, and holds every key's
