@@ -161,6 +161,12 @@ static void on_subs(struct gw_control *ctl, const struct gw_subs_msg *m)
 	}
 	if (gw_topic_adv_part(*a, h.version, h.total, h.first, names, ids, h.n) != 1)
 		return;
+	/* A refresh of the version applied last changes nothing (even when
+	 * some of its topics were refused here). */
+	uint64_t v = 1ull << 32 | h.version;
+	if (ctl->adv_applied[m->node] == v)
+		return;
+	ctl->adv_applied[m->node] = v;
 	ctl->st->subs_applied += node_topics(ctl, m->node, (*a)->names, (*a)->ids, (*a)->have);
 }
 
@@ -172,16 +178,34 @@ static void take_subs(struct gw_control *ctl)
 			on_subs(ctl, &m);
 }
 
+/* What node subscribed to is forgotten: it tells it again in its new
+ * session. */
+static void forget_node(struct gw_control *ctl, uint16_t node)
+{
+	node_topics(ctl, node, NULL, NULL, 0);
+	if (ctl->adv[node])
+		gw_topic_adv_init(ctl->adv[node]);
+	ctl->adv_applied[node] = 0;
+}
+
+void gw_control_peer_restarted(void *arg, uint16_t node)
+{
+	struct gw_control *ctl = arg;
+	ctl->restarted[node / 64] |= 1ull << (node % 64);
+}
+
+static void forget_restarted(struct gw_control *ctl)
+{
+	for (unsigned k = 0; k < GW_MAX_NODES / 64; k++)
+		for (; ctl->restarted[k]; ctl->restarted[k] &= ctl->restarted[k] - 1)
+			forget_node(ctl, (uint16_t)(k * 64 + (unsigned)__builtin_ctzll(ctl->restarted[k])));
+}
+
 void gw_control_set_node_up(void *arg, uint16_t node, bool up)
 {
 	struct gw_control *ctl = arg;
-	/* A peer gone down has no subscribers as far as we know: it tells
-	 * them again when it comes back (a new session). */
-	if (!up) {
-		node_topics(ctl, node, NULL, NULL, 0);
-		if (ctl->adv[node])
-			gw_topic_adv_init(ctl->adv[node]);
-	}
+	if (!up)
+		forget_node(ctl, node);
 	uint64_t bit = 1ull << (node % 64);
 	for (unsigned i = 0; i < ctl->node->cfg->clients_max; i++) {
 		struct gw_client *cl = &ctl->clients[i];
@@ -535,6 +559,7 @@ void gw_control_poll(struct gw_control *ctl)
 			drop_client(ctl, cl);
 		}
 	}
+	forget_restarted(ctl);
 	take_subs(ctl);
 	reap_clients(ctl);
 }

@@ -92,6 +92,8 @@ struct gw_control {
 	struct rte_ring *subs_in[GW_LCORES_MAX];
 	unsigned nsubs_in;
 	struct gw_topic_adv *adv[GW_MAX_NODES];
+	uint64_t adv_applied[GW_MAX_NODES]; /* 1 << 32 | the version last applied (0: none) */
+	uint64_t restarted[GW_MAX_NODES / 64]; /* peers to forget at the next poll */
 };
 
 int gw_control_open(struct gw_control *ctl, char *err, size_t errlen);
@@ -101,6 +103,10 @@ void gw_control_close(struct gw_control *ctl);
 struct rte_ring *gw_control_add_subs_ring(struct gw_control *ctl, unsigned receiver);
 /* The peers role's news: set the node's bit in every client, wake them. */
 void gw_control_set_node_up(void *ctl, uint16_t node, bool up);
+/* The peers role's news: the node restarted; what it subscribed to is
+ * forgotten at the next gw_control_poll (this may be called in the middle
+ * of a port RX step, where no grace period may be waited for). */
+void gw_control_peer_restarted(void *ctl, uint16_t node);
 /* Copy what clients count in their own regions into gateway memory. */
 void gw_control_sample(struct gw_control *ctl);
 

@@ -230,6 +230,7 @@ static int init_roles(struct gw_gateway *g, uint64_t auth_start)
 	g->ctl.qs = g->qs;
 	g->ctl.qs_id = g->lc[0].qs_id;
 	g->peers.on_change = gw_control_set_node_up;
+	g->peers.on_restart = gw_control_peer_restarted;
 	g->peers.ctx = &g->ctl;
 	return 0;
 }

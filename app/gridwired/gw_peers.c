@@ -117,8 +117,11 @@ static void on_hello(struct gw_peers *ps, const struct gw_hello_msg *h)
 	}
 	/* Written only when they change: other lcores read this line. */
 	if (p->epoch != h->epoch) {
-		if (p->epoch)
+		if (p->epoch) {
 			GW_LOG(NOTICE, "peer %u (%s) restarted", h->node, h->name);
+			if (ps->on_restart)
+				ps->on_restart(ps->ctx, h->node);
+		}
 		p->epoch = h->epoch;
 		__atomic_store_n(&p->session, p->session + 1, __ATOMIC_RELEASE);
 	}

@@ -60,8 +60,10 @@ struct gw_peers {
 	const uint64_t *heard[GW_RECEIVERS_MAX];
 	struct rte_ring *hellos[GW_RECEIVERS_MAX];
 	unsigned nheard, nrings;
-	/* told of every change of a peer's up state (the control role) */
+	/* told of every change of a peer's up state, and of a peer that
+	 * restarted (a new epoch) without going down here (the control role) */
 	void (*on_change)(void *ctx, uint16_t node, bool up);
+	void (*on_restart)(void *ctx, uint16_t node);
 	void *ctx;
 };
 

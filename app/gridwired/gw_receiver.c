@@ -244,6 +244,8 @@ static int reject_queue(struct gw_receiver *rv, uint16_t node, const struct gw_r
 	return gw_worker_post_reject(&rv->workers[r->src_chan % rv->nworkers], &rj);
 }
 
+static bool store_first(struct gw_receiver *rv, struct gw_client *cl);
+
 /*
  * Deliver one record into its destination's channel; *dst is that client.
  * Returns 0 when the record is done with (delivered, or its sender will be
@@ -269,7 +271,7 @@ static int deliver_rec(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 		return rc;
 	}
 	*dst = cl;
-	if (!dest_open(rv, cl))
+	if (!dest_open(rv, cl) || !store_first(rv, cl))
 		return -ENOBUFS;
 	struct gw_chan_desc d = {
 		.len = r->len, .node = src, .ep = r->dst_ep, .chan = r->src_chan,
@@ -308,16 +310,18 @@ static bool reject_wait(struct gw_receiver *rv, uint64_t *held_ns)
 /* Latest subscriber cl's store holds messages: drain it as its ring frees. */
 static void drain_later(struct gw_receiver *rv, struct gw_client *cl)
 {
-	if (cl->rx[rv->id].draining)
+	/* One entry per client; a full list (departed clients' ids not yet
+	 * swept) leaves the store to the client's next delivery. */
+	if (cl->rx[rv->id].draining || rv->ndraining == GW_CONFIG_CLIENTS_MAX)
 		return;
 	cl->rx[rv->id].draining = true;
-	rv->draining[rv->ndraining++] = cl->chan_id; /* one per client: room for all */
+	rv->draining[rv->ndraining++] = cl->chan_id;
 }
 
 /* May latest subscriber cl take one more message into its channel? */
 static bool latest_room(struct gw_receiver *rv, struct gw_client *cl)
 {
-	return gw_chan_rx_unread(&cl->chan, rv->id) < GW_RECEIVER_LATEST_DEPTH;
+	return gw_chan_rx_unread_below(&cl->chan, rv->id, GW_RECEIVER_LATEST_DEPTH);
 }
 
 /* Deliver what cl's store holds, oldest first, while it has room for
@@ -339,11 +343,19 @@ static bool drain_one(struct gw_receiver *rv, struct gw_client *cl)
 			rv->st->pub_delivered++;
 			unpublished(rv, cl);
 		} else {
-			rv->st->pub_refused++; /* too big for its ring: as a hold subscriber's */
+			rv->st->pub_refused++; /* too big for its ring (checked before storing) */
 		}
 		gw_conflate_pop(c);
 	}
 	return true;
+}
+
+/* Anything for cl comes after what its store holds (a latest subscription
+ * of cl's, on this receiver): true when nothing stored is left to go first. */
+static bool store_first(struct gw_receiver *rv, struct gw_client *cl)
+{
+	const struct gw_conflate *c = cl->rx[rv->id].latest;
+	return !c || !c->n || drain_one(rv, cl);
 }
 
 /* The latest subscribers' stores, into their rings as these free. */
@@ -372,6 +384,7 @@ static bool drain_stores(struct gw_receiver *rv)
  * first key_len bytes (all of it when shorter) and how many those are. */
 #define GW_PUB_KEY (4 + 1 + 64)
 _Static_assert(GW_PUB_KEY <= GW_CONFLATE_KEY_MAX, "a topic's key fits a store's");
+_Static_assert(5 + GW_TOPIC_KEY_MAX <= GW_PUB_KEY, "a subscription's key fits");
 
 /* Latest subscriber cl's ring is full: keep d's message as the newest of
  * its key (s's key_len) in cl's store. */
@@ -414,10 +427,13 @@ static int deliver_sub(struct gw_receiver *rv, struct gw_client *cl, const struc
 		       const struct gw_chan_desc *d, const void *data)
 {
 	bool latest = s->policy == GW_TOPIC_LATEST;
-	/* A latest subscriber gets what its store holds first (order holds
-	 * across the switch), and what it cannot take now goes there. */
+	if (d->len > cl->chan.msg_max)
+		return -EMSGSIZE; /* never stored: its channel could not take it */
+	/* What cl's store holds goes first (order holds across the switch,
+	 * and after a change of policy); a latest subscriber's copy that
+	 * cannot go now goes there too. */
 	int rc = -ENOBUFS;
-	if (latest ? drain_one(rv, cl) && latest_room(rv, cl) : dest_open(rv, cl))
+	if (store_first(rv, cl) && (latest ? latest_room(rv, cl) : dest_open(rv, cl)))
 		rc = gw_chan_deliver(&cl->chan, rv->id, *d, data);
 	if (rc == 0) {
 		rv->st->pub_delivered++;
@@ -430,7 +446,6 @@ static int deliver_sub(struct gw_receiver *rv, struct gw_client *cl, const struc
 	}
 	if (rc == -ENOBUFS && dest_hold(rv, cl))
 		return 1;
-	rv->st->pub_refused++;
 	return rc;
 }
 
@@ -445,12 +460,12 @@ static bool deliver_pub(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 			const struct gw_rec *r, struct gw_rx_cursor *at)
 {
 	const struct gw_topic *t = gw_control_find_topic(rv->ctl, r->dst_ep);
-	if (!at->sub)
+	if (!at->sub) {
 		rv->st->pub_in++;
-	if (!t || !t->nsubs) {
-		rv->st->pub_unsubscribed_in++; /* they left since its gateway sent it */
-		return true;
+		rv->st->pub_unsubscribed_in += !t || !t->nsubs; /* they left since it was sent */
 	}
+	if (!t || !t->nsubs)
+		return true;
 	struct gw_chan_desc d = {
 		.len = r->len, .node = src, .ep = r->dst_ep, .chan = r->src_chan,
 		.kind = GW_RK_PUB | urgent,
@@ -473,6 +488,7 @@ static bool deliver_pub(struct gw_receiver *rv, uint16_t src, uint16_t urgent,
 			}
 			at->told = true;
 		}
+		rv->st->pub_refused += rc < 0;
 		at->sub = (uint32_t)s->chan + 1;
 		at->held_ns = 0;
 	}
@@ -689,6 +705,7 @@ uint64_t gw_receiver_pending(const struct gw_receiver *rv)
 		     (__atomic_load_n(&rv->loops[i].head, __ATOMIC_RELAXED) != NULL);
 	for (unsigned i = 0; i < rv->nhandoff; i++)
 		n += rte_ring_count(rv->handoff[i]);
-	/* Clients not yet woken count too: a stop waits for their wake. */
-	return n + gw_deliver_wake_count(&rv->wakes);
+	/* Clients not yet woken count too: a stop waits for their wake; and
+	 * latest subscribers with stored messages, for their delivery. */
+	return n + gw_deliver_wake_count(&rv->wakes) + __atomic_load_n(&rv->ndraining, __ATOMIC_RELAXED);
 }

@@ -138,14 +138,21 @@ static int batch_reject(void *ctx, struct gw_chan *c, const struct gw_chan_msg *
 
 _Static_assert(GW_TOPIC_NODES == GW_MAX_NODES, "a topic's nodes are the batcher's");
 
-/* The nodes with subscribers to topic: peers that said so, and this one. */
+/* The nodes with subscribers to topic: peers that said so (and take PUB
+ * records: one that came back as an older release would skip the rest of
+ * the frame), and this one. */
 static void batch_fanout(void *ctx, uint32_t topic, uint64_t *nodes)
 {
 	const struct gw_worker *w = ((struct gw_worker_class *)ctx)->w;
 	const struct gw_topic *t = gw_topic_find(__atomic_load_n(w->topics, __ATOMIC_ACQUIRE), topic);
 	if (!t)
 		return;
-	memcpy(nodes, t->nodes, sizeof(t->nodes));
+	for (unsigned k = 0; k < GW_MAX_NODES / 64; k++)
+		for (uint64_t b = t->nodes[k]; b; b &= b - 1) {
+			unsigned node = k * 64 + (unsigned)__builtin_ctzll(b);
+			if (__atomic_load_n(&w->peers->peer[node].caps, __ATOMIC_RELAXED) & GW_CAP_TOPICS)
+				nodes[k] |= 1ull << (node % 64);
+		}
 	uint16_t self = w->node->cfg->node_id;
 	if (t->nsubs)
 		nodes[self / 64] |= 1ull << (self % 64);

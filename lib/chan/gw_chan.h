@@ -342,9 +342,9 @@ bool gw_chan_rx_sleeps_on(const struct gw_chan *c, unsigned cpu);
 /* Has the client read RX part `part` down to half (descriptors and bytes)? */
 bool gw_chan_rx_below_half(const struct gw_chan *c, unsigned part);
 
-/* Messages delivered into RX part `part` and not yet read (at most the
- * ring's size, whatever the client wrote). */
-uint32_t gw_chan_rx_unread(const struct gw_chan *c, unsigned part);
+/* Are fewer than n messages delivered into RX part `part` unread? Reads
+ * the client's position only when its last known one says no. */
+bool gw_chan_rx_unread_below(struct gw_chan *c, unsigned part, uint32_t n);
 
 /* How full RX part `part` is, descriptors or bytes whichever is fuller, in
  * thousandths (0..1000): for operators. It reads the client's region: call

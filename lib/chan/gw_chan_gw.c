@@ -383,11 +383,15 @@ static void rx_queued(const struct gw_chan *c, unsigned part, uint32_t *descs, u
 		 __atomic_load_n(&c->shm->rx_tail[part].tail, __ATOMIC_ACQUIRE);
 }
 
-uint32_t gw_chan_rx_unread(const struct gw_chan *c, unsigned part)
+bool gw_chan_rx_unread_below(struct gw_chan *c, unsigned part, uint32_t n)
 {
-	uint32_t descs, bytes;
-	rx_queued(c, part, &descs, &bytes);
-	return descs <= c->ring_mask + 1 ? descs : c->ring_mask + 1; /* the client's word */
+	/* The client's position as last read over-estimates what is unread:
+	 * read its cache line again only when that says n or more. */
+	struct gw_chan_rx *x = &c->rx[part];
+	if (x->pos - x->cons_cache < n)
+		return true;
+	x->cons_cache = __atomic_load_n(&x->ring->cons.tail, __ATOMIC_ACQUIRE);
+	return x->pos - x->cons_cache < n;
 }
 
 bool gw_chan_rx_below_half(const struct gw_chan *c, unsigned part)

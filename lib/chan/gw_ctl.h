@@ -40,7 +40,7 @@ enum gw_ctl_op {
 
 #define GW_CTL_SUB_HOLD 0u
 #define GW_CTL_SUB_LATEST 1u
-#define GW_CTL_SUB_KEY_MAX 64u /* GW_CONFLATE_KEY_MAX */
+#define GW_CTL_SUB_KEY_MAX 64u /* GW_TOPIC_KEY_MAX */
 
 #define GW_CTL_NODE_UP 1u
 #define GW_CTL_NODE_SELF 2u

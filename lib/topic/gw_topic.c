@@ -53,7 +53,7 @@ int gw_topic_subscribe(struct gw_topics *ts, const char *name, uint32_t id, uint
 		       enum gw_topic_policy policy, uint8_t key_len)
 {
 	if (!id || !chan || (policy != GW_TOPIC_HOLD && policy != GW_TOPIC_LATEST) ||
-	    (policy == GW_TOPIC_LATEST && !key_len))
+	    (policy == GW_TOPIC_LATEST && (!key_len || key_len > GW_TOPIC_KEY_MAX)))
 		return -EINVAL;
 	int i = topic_get(ts, name, id, true);
 	if (i < 0)
@@ -221,7 +221,9 @@ int gw_topic_tell_next(struct gw_topic_tell *t, uint32_t session, uint32_t versi
 	if (session != t->session) {
 		t->session = session;
 		t->telling = false;
-		begin = total > 0; /* a new session holds nothing of ours yet */
+		/* A peer we lost sight of may still hold what we said before:
+		 * once we have had topics, even an empty one goes. */
+		begin = total > 0 || version != 0;
 	} else if (version != t->version) {
 		begin = true;
 	} else if (t->telling) {

@@ -28,6 +28,7 @@
 #define GW_TOPICS_MAX 1024 /* topics known, local or remote (half of gw_dir's slots) */
 #define GW_TOPIC_SUBS 32   /* local subscribers of one topic */
 #define GW_TOPIC_NODES 256 /* node ids (GW_MAX_NODES) */
+#define GW_TOPIC_KEY_MAX 64 /* a latest subscription's key, bytes at most */
 
 _Static_assert(GW_TOPICS_MAX <= GW_DIR_SLOTS / 2, "gw_dir holds every topic's name");
 
@@ -64,7 +65,7 @@ void gw_topic_init(struct gw_topics *ts);
 /*
  * Subscribe chan to topic name (id its hash). Again for the same chan: its
  * policy and key_len change. 0, or -EINVAL (bad id, chan, policy, or
- * key_len 0 for LATEST), -EEXIST (another name has that id), -ENOSPC (too
+ * key_len 0 or over GW_TOPIC_KEY_MAX for LATEST), -EEXIST (another name has that id), -ENOSPC (too
  * many topics, or subscribers of this one).
  */
 int gw_topic_subscribe(struct gw_topics *ts, const char *name, uint32_t id, uint16_t chan,
@@ -108,7 +109,8 @@ unsigned gw_topic_local(const struct gw_topics *ts, char (*names)[GW_DIR_NAME], 
  * Telling one peer this node's advertisement (the topics with local
  * subscribers), in parts, on one reliable lane: the whole of it when the
  * peer starts a session with us (its session: a count the caller bumps
- * when the peer comes up or restarts) and there is something to tell,
+ * when the peer comes up or restarts) and there is or was something to
+ * tell (version not 0: the peer may hold what we said before),
  * when the version changes (an empty one too: the peer drops what it
  * held), and again every refresh while it is not empty, so a peer that
  * dropped us as down while we did not see it go has it again within that.

@@ -63,6 +63,11 @@ scenario() { # NAME
     # Every subscriber on beta has left: its empty advertisement reaches
     # alpha, whose publications then go to nobody on beta.
     wait_for "beta's empty advertisement reaches alpha" alpha subs_applied 2
+    # ... and alpha's own subscriber is gone too: no topic left there.
+    for _ in $(seq 600); do
+        [[ $("$BIN/gwctl" -n alpha raw /gridwire/topics 2>/dev/null | tr -d ' \n') == "[]" ]] && break
+        sleep 0.1
+    done
     ip netns exec gwa "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock --topic -e volts \
         -w 1 -m 100 >"$work/tx2.json" 2>"$work/tx2.err" || true
     gw_gateways_down
