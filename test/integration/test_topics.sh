@@ -14,7 +14,9 @@
 #     alpha's advertisement from beta is empty and new publications
 #     cross no more (counted as published to nobody there).
 # Then the same with 2 workers and 2 receivers per gateway (the worker
-# that tells a peer is the peer's node id mod workers).
+# that tells a peer is the peer's node id mod workers). Last, urgent
+# publications from half the writers, and one of two subscribers killed
+# in the middle: the other gets every message in its class and order.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
@@ -119,5 +121,46 @@ sys.exit(1 if bad else 0)
 PY
 }
 
+# Urgent publications, and a subscriber killed in the middle: every other
+# writer publishes urgent (each class in order, in its class), and the
+# killed subscriber's gateway drops it from the topic and goes on.
+killed() {
+    gw_gateways_up "$work"
+    local rx=(--topic -e volts --writers-max 20 --idle-timeout 30 --urgent-every 2)
+    gw_rx_start "$work" k1 "${rx[@]}" --expect 20000
+    local p1=$GW_PID_RX
+    gw_rx_start "$work" k2 "${rx[@]}" --expect 20000
+    local p2=$GW_PID_RX
+    wait_for "beta's subscriptions reach alpha" alpha subs_applied 1
+    ip netns exec gwa "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock --topic -e volts -w 20 \
+        -m 1000 --rate 5000 --urgent-every 2 >"$work/ktx.json" 2>"$work/ktx.err" &
+    local ptx=$!
+    sleep 1
+    kill -KILL "$p2"
+    wait "$ptx" || true
+    wait "$p1" || true
+    gw_gateways_down
+    python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+tx, k1, beta = (json.load(open(f"{work}/{n}.json")) for n in ("ktx", "k1", "beta"))
+print(f"killed: publisher {tx}")
+print(f"killed: k1 delivered {k1['delivered']}, wrong class {k1['wrong_class']}, order "
+      f"violations {k1['order_violations']}; beta urgent_msgs_in {beta['urgent_msgs_in']}, "
+      f"pub_delivered {beta['pub_delivered']}")
+bad = []
+if tx["sent"] != 20000 or tx["rejected"] or tx["lost"]:
+    bad.append("the publisher did not publish all 20,000 untold")
+if k1["delivered"] != 20000 or k1["order_violations"] or k1["duplicates"] or k1["wrong_class"]:
+    bad.append("the surviving subscriber did not get every publication once, in order, in its class")
+if beta["pub_delivered"] >= 40000 or beta["pub_delivered"] < 20000:
+    bad.append(f"beta delivered {beta['pub_delivered']} copies: the killed subscriber was not dropped in the middle")
+print("killed: " + ("FAIL: " + "; ".join(bad) if bad else
+      "ok: urgent publications in their class, a killed subscriber dropped, the other served"))
+sys.exit(1 if bad else 0)
+PY
+}
+
 scenario "main lcore"
 GW_WORKERS=2 GW_RECEIVERS=2 scenario "2 workers, 2 receivers"
+killed
