@@ -16,7 +16,8 @@
 # Then the same with 2 workers and 2 receivers per gateway (the worker
 # that tells a peer is the peer's node id mod workers). Last, urgent
 # publications from half the writers, and one of two subscribers killed
-# in the middle: the other gets every message in its class and order.
+# in the middle: the other gets every message in its class and order; and
+# a mesh of 3 with two publishers.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
@@ -161,6 +162,63 @@ sys.exit(1 if bad else 0)
 PY
 }
 
+# A mesh of 3: publishers on n1 and n3 (20 writers each), subscribers on
+# n2 (two), n3 and n1; each subscriber gets both publishers' messages,
+# each in its order, and n2 took one record per publication.
+mesh() {
+    local w=20 m=500 k pids=()
+    local each=$((2 * w * m))
+    gw_mesh_up "$work" 3
+    msub() { # NODE LABEL
+        ip netns exec "gwm$1" "$BIN/gw-perf" rx -s "/run/gridwire/n$1.sock" --topic -e volts \
+            --writers-max $((2 * w)) --idle-timeout 30 --expect "$each" \
+            >"$work/m-$2.json" 2>"$work/m-$2.err" &
+        pids+=($!)
+        gw_cleanup_push _gw_stop_pid "$!"
+        gw_wait_ready "$work/m-$2.err" "rx ready" "$!" "subscriber $2"
+    }
+    msub 2 a
+    msub 2 b
+    msub 3 c
+    msub 1 d
+    # Each publisher's gateway has both other nodes' advertisements.
+    wait_for "the subscriptions reach n1" n1 subs_applied 2
+    wait_for "the subscriptions reach n3" n3 subs_applied 2
+    ip netns exec gwm1 "$BIN/gw-perf" tx -s /run/gridwire/n1.sock --topic -e volts -w "$w" \
+        -m "$m" >"$work/m-tx1.json" 2>"$work/m-tx1.err" &
+    local t1=$!
+    ip netns exec gwm3 "$BIN/gw-perf" tx -s /run/gridwire/n3.sock --topic -e volts -w "$w" \
+        -m "$m" --id-base "$w" --writers-max $((2 * w)) >"$work/m-tx3.json" 2>"$work/m-tx3.err" &
+    local t3=$!
+    wait "$t1" "$t3" || true
+    for k in "${pids[@]}"; do wait "$k" || true; done
+    for k in 1 2 3; do _gw_stop_gateway "${GW_MESH_PID[k]}"; done
+    "$ROOT/scripts/mesh.sh" down >/dev/null 2>&1 || true
+    python3 - "$work" "$each" <<'PY'
+import json, sys
+work, each = sys.argv[1], int(sys.argv[2])
+j = lambda f: json.load(open(f"{work}/{f}.json"))
+bad = []
+for k in ("a", "b", "c", "d"):
+    r = j(f"m-{k}")
+    print(f"mesh: subscriber {k}: delivered {r['delivered']}, duplicates {r['duplicates']}, "
+          f"order violations {r['order_violations']}")
+    if r["delivered"] != each or r["duplicates"] or r["order_violations"]:
+        bad.append(f"subscriber {k} did not get both publishers' messages once and in order")
+for t in ("m-tx1", "m-tx3"):
+    if j(t)["rejected"] or j(t)["lost"]:
+        bad.append(f"{t}: rejections")
+n2 = j("n2")
+print(f"mesh: n2 pub_in {n2['pub_in']}, pub_delivered {n2['pub_delivered']}")
+if n2["pub_in"] != each or n2["pub_delivered"] != 2 * each:
+    bad.append("n2 did not take one record per publication for its two subscribers")
+print("mesh: " + ("FAIL: " + "; ".join(bad) if bad else
+      "ok: two publishers, four subscribers on three nodes, each in order"))
+sys.exit(1 if bad else 0)
+PY
+}
+
 scenario "main lcore"
 GW_WORKERS=2 GW_RECEIVERS=2 scenario "2 workers, 2 receivers"
 killed
+mesh
