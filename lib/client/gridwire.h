@@ -265,6 +265,8 @@ int gw_wait_ms(const struct gw_client *cl);
 #define GW_NODE_AUTH 1u     /* its frames are authenticated ([auth] key_file) */
 #define GW_NODE_BATCHING 2u /* it batches (proto.batch_max != 1) */
 #define GW_NODE_URGENT 4u   /* it takes urgent lanes; to one without, urgent messages go as bulk */
+#define GW_NODE_GRANT 8u    /* it does congestion control ([cc] control) and grants */
+#define GW_NODE_TOPICS 16u  /* it takes topics: its subscribers get publications */
 
 struct gw_node_info {
 	uint16_t id;

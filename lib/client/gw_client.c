@@ -99,7 +99,8 @@ void gw_client_free(struct gw_client *cl)
 }
 
 _Static_assert(GW_NODE_AUTH == GW_CAP_AUTH && GW_NODE_BATCHING == GW_CAP_BATCHING &&
-		       GW_NODE_URGENT == GW_CAP_URGENT,
+		       GW_NODE_URGENT == GW_CAP_URGENT && GW_NODE_GRANT == GW_CAP_GRANT &&
+		       GW_NODE_TOPICS == GW_CAP_TOPICS,
 	       "gridwire.h and the HELLO say the same");
 
 const char *gw_strerror(int err)
