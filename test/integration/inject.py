@@ -2,9 +2,11 @@
 """Fire bad frames at a gateway from outside: an AF_PACKET socket on the
 given interfaces (run inside the sending namespace). A replay attack in two
 steps: --capture IFACE[,IFACE] N FILE saves N gridwire frames arriving there (in
-the receiving namespace), --send FILE IFACE [STEER] sends them again from the
-other side, each STEER times from as many UDP source ports (the outer
-headers are not authenticated: a replay can be steered to another RX queue). Kinds, in turn:
+the receiving namespace), and which of the interfaces each came in on;
+--send FILE IFACE[,IFACE] [STEER] sends each again from the other side
+into the link it came in on (a receiver keeps a replay window per link),
+STEER times from as many UDP source ports (the outer headers are not
+authenticated: a replay can be steered to another RX queue). Kinds, in turn:
 random bytes, every truncation of a valid frame, valid UDP to the gridwire
 port with junk after it, valid-CRC frames from a node nobody configured,
 and frames whose CRC is wrong. Prints how many frames it sent."""
@@ -92,6 +94,7 @@ def capture(ifaces, n, path):
         if not ready:
             raise TimeoutError(f"only {len(got)} frames in 30 s")
         for s in ready:
+            link = socks.index(s)
             f, addr = s.recvfrom(65536)
             if addr[2] == socket.PACKET_OUTGOING:
                 continue
@@ -99,31 +102,36 @@ def capture(ifaces, n, path):
             # that come first when the capture starts before the run.
             if (len(f) > 46 and f[23] == 17 and struct.unpack("!H", f[36:38])[0] == PORT
                     and f[45] == 1):
-                got.append(f)
+                got.append((link, f))
     with open(path, "wb") as out:
-        for f in got[:n]:
-            out.write(struct.pack("<I", len(f)) + f)
+        for link, f in got[:n]:
+            out.write(struct.pack("<IB", len(f), link) + f)
     return min(n, len(got))
 
 
-def send_file(path, iface, steer=1):
-    """Send again the frames capture() saved: the receiver has seen them all."""
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-    s.bind((iface, 0))
+def send_file(path, ifaces, steer=1):
+    """Send again the frames capture() saved, each into the link it came in
+    on (ifaces, in the capture's order): the receiver has seen them all."""
+    socks = []
+    for name in ifaces:
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        s.bind((name, 0))
+        socks.append(s)
     data, n = open(path, "rb").read(), 0
     while data:
         if n % 50 == 49:
             time.sleep(0.005)  # paced, as the forgeries: a burst would overflow the
             # receiving socket's ring on a loaded machine, and none would be seen
-        (length,) = struct.unpack("<I", data[:4])
-        frame = bytearray(data[4:4 + length])
+        length, link = struct.unpack("<IB", data[:5])
+        frame = bytearray(data[5:5 + length])
+        s = socks[link % len(socks)]
         (sport,) = struct.unpack(">H", frame[34:36])
         for k in range(steer):
             frame[34:36] = struct.pack(">H", (sport + 8 * k) & 0xFFFF)
             frame[40:42] = b"\0\0"  # no UDP checksum, as gridwire sends
             s.send(bytes(frame))
             n += 1
-        data = data[4 + length:]
+        data = data[5 + length:]
     return n
 
 
@@ -132,7 +140,8 @@ def main():
         print(capture(sys.argv[2].split(","), int(sys.argv[3]), sys.argv[4]))
         return
     if sys.argv[1] == "--send":
-        print(send_file(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 1))
+        print(send_file(sys.argv[2], sys.argv[3].split(","),
+                        int(sys.argv[4]) if len(sys.argv) > 4 else 1))
         return
     n = int(sys.argv[1])
     ifaces = sys.argv[2:]

@@ -59,7 +59,12 @@ attack() { # OUT STEER MODE: a verified run at beta with replays and forgeries f
     local refused=0 rounds=0
     replayed=0
     while kill -0 "$pid" 2>/dev/null && ((rounds == 0 || (rounds < 10 && refused * 10 < 9 * replayed))); do
-        replayed=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" --send "$work/kit" veth-a0 "$2")
+        # Each into the link it came in on: beta keeps a replay window per
+        # link, and a frame first seen on the other link is the lane's
+        # duplicate to drop, not a replay (load run 14: none of 2 x 1,200
+        # refused, which a kit of frames from link 1 sent into link 0 gives).
+        replayed=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" --send "$work/kit" \
+            veth-a0,veth-a1 "$2")
         rounds=$((rounds + 1))
         refused=$("$ROOT/build/app/gwctl" -n beta raw /gridwire/stats 2>/dev/null |
             python3 -c 'import json, sys; print(json.load(sys.stdin)["auth_replayed"])' 2>/dev/null) ||
