@@ -11,13 +11,6 @@
 
 #define GW_LOOP_BURST 64 /* loopback frames per step, so the lanes get their turn */
 #define GW_HANDOFFQ 1024 /* frames handed over from one lcore; full: dropped, sent again */
-/* A latest subscriber's store, per receiver: keys and bytes at most; and
- * how many messages it may have unread in its channel (per receiver)
- * before the store takes the rest: a screen that reads 10 a second is
- * then at most seconds behind, not a ring's worth. */
-#define GW_RECEIVER_LATEST_KEYS 4096
-#define GW_RECEIVER_LATEST_BYTES (1u << 20)
-#define GW_RECEIVER_LATEST_DEPTH 64
 
 void gw_receiver_init(struct gw_receiver *rv, uint8_t id, const struct gw_node *node,
 		      struct gw_peers *peers, struct gw_control *ctl,
@@ -321,7 +314,9 @@ static void drain_later(struct gw_receiver *rv, struct gw_client *cl)
 /* May latest subscriber cl take one more message into its channel? */
 static bool latest_room(struct gw_receiver *rv, struct gw_client *cl)
 {
-	return gw_chan_rx_unread_below(&cl->chan, rv->id, GW_RECEIVER_LATEST_DEPTH);
+	/* [topics] latest_unread: a screen that reads 10 a second is seconds
+	 * behind, not a ring's worth. */
+	return gw_chan_rx_unread_below(&cl->chan, rv->id, rv->node->cfg->latest_unread);
 }
 
 /* Deliver what cl's store holds, oldest first, while it has room for
@@ -395,8 +390,9 @@ static void store_latest(struct gw_receiver *rv, struct gw_client *cl,
 	struct gw_client_rx *x = &cl->rx[rv->id];
 	if (!x->latest) {
 		x->latest = calloc(1, sizeof(*x->latest));
-		if (!x->latest || gw_conflate_init(x->latest, GW_PUB_KEY, GW_RECEIVER_LATEST_KEYS,
-						   GW_RECEIVER_LATEST_BYTES) < 0) {
+		const struct gw_config *cfg = rv->node->cfg;
+		if (!x->latest || gw_conflate_init(x->latest, GW_PUB_KEY, cfg->latest_keys,
+						   (size_t)cfg->latest_kb << 10) < 0) {
 			free(x->latest);
 			x->latest = NULL;
 			rv->st->pub_evicted++; /* no memory: as if given way */

@@ -213,7 +213,7 @@ int gw_recv(struct gw_client *cl, struct gw_msg *m, int timeout_ms);
  * falls behind (its channel full) is served by its policy: GW_SUB_HOLD,
  * as an endpoint (the publisher's lane waits dest_block_ms, then the
  * publisher gets a REJECT, -ENOBUFS); GW_SUB_LATEST, once it has 64
- * messages unread the gateway keeps only the newest message per key for
+ * messages unread ([topics] latest_unread) the gateway keeps only the newest message per key for
  * it (the first 8 bytes of a message, or n with GW_SUB_LATEST_KEY(n))
  * until it reads again, and never holds the publisher. Publishing to a topic nobody subscribes to is not an
  * error. gw_subscribe again changes the policy.

@@ -61,6 +61,7 @@ enum {
 	GW_K_CC_CONTROL, GW_K_CC_TARGET,
 	GW_K_DSCP_URGENT, GW_K_DSCP_BULK, GW_K_PCP_URGENT,
 	GW_K_RING, GW_K_ARENA_KB, GW_K_MSG_MAX, GW_K_CLIENTS_MAX, GW_K_DEST_BLOCK,
+	GW_K_LATEST_UNREAD, GW_K_LATEST_KEYS, GW_K_LATEST_KB,
 	GW_K_STRATEGY, GW_K_SPIN_POLLS, GW_K_YIELD_POLLS, GW_K_SLEEP_MAX,
 	GW_K_WORKERS,
 	GW_K_RECEIVERS,
@@ -196,6 +197,10 @@ static const struct gw_key gw_keys[GW_NKEYS] = {
 	[GW_K_MSG_MAX] = GW_NUM("chan", "msg_max", msg_max, 1, UINT16_MAX),
 	[GW_K_CLIENTS_MAX] = GW_NUM("chan", "clients_max", clients_max, 1, GW_CONFIG_CLIENTS_MAX),
 	[GW_K_DEST_BLOCK] = GW_NUM("chan", "dest_block_ms", dest_block_ms, 0, 60000),
+	[GW_K_LATEST_UNREAD] = GW_NUM("topics", "latest_unread", latest_unread, 1, 1048576),
+	/* gw_conflate's bound on keys */
+	[GW_K_LATEST_KEYS] = GW_NUM("topics", "latest_keys", latest_keys, 1, 1u << 24),
+	[GW_K_LATEST_KB] = GW_NUM("topics", "latest_kb", latest_kb, 64, 1048576),
 	[GW_K_STRATEGY] = GW_CHOICE("idle", "strategy", idle, gw_strategies),
 	[GW_K_SPIN_POLLS] = GW_NUM("idle", "spin_polls", spin_polls, 0, 1000000),
 	[GW_K_YIELD_POLLS] = GW_NUM("idle", "yield_polls", yield_polls, 0, 1000000),
@@ -773,6 +778,9 @@ void gw_config_defaults(struct gw_config *cfg)
 	cfg->msg_max = 8192;
 	cfg->clients_max = 64;
 	cfg->dest_block_ms = 100;
+	cfg->latest_unread = 64;
+	cfg->latest_keys = 4096;
+	cfg->latest_kb = 1024;
 	cfg->idle = GW_IDLE_BACKOFF;
 	cfg->spin_polls = 200;
 	cfg->yield_polls = 20;

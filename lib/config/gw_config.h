@@ -79,6 +79,10 @@ struct gw_config {
 	unsigned msg_max;
 	unsigned clients_max;    /* at most GW_CONFIG_CLIENTS_MAX */
 	unsigned dest_block_ms;  /* a full destination ring rejects after this long */
+	/* [topics]: a latest subscriber's messages unread in its channel
+	 * before its store takes the rest, and the store's keys and KiB
+	 * (per subscriber and receiver) */
+	unsigned latest_unread, latest_keys, latest_kb;
 	/* [idle] */
 	enum gw_idle_strategy idle;
 	unsigned spin_polls, yield_polls, sleep_max_us;

@@ -91,6 +91,7 @@ static void test_defaults(void)
 	CU_ASSERT_EQUAL(cfg.msg_max, 8192);
 	CU_ASSERT_EQUAL(cfg.clients_max, 64);
 	CU_ASSERT_EQUAL(cfg.dest_block_ms, 100);
+	CU_ASSERT(cfg.latest_unread == 64 && cfg.latest_keys == 4096 && cfg.latest_kb == 1024);
 	CU_ASSERT_EQUAL(cfg.idle, GW_IDLE_BACKOFF);
 	CU_ASSERT_EQUAL(cfg.spin_polls, 200);
 	CU_ASSERT_EQUAL(cfg.yield_polls, 20);
@@ -326,6 +327,9 @@ static const struct bad_value bad_values[] = {
 	{ "chan", "clients_max", "0" },
 	{ "chan", "clients_max", "4097" },
 	{ "chan", "dest_block_ms", "60001" },
+	{ "topics", "latest_unread", "0" },
+	{ "topics", "latest_keys", "16777217" },
+	{ "topics", "latest_kb", "63" },
 	{ "idle", "strategy", "sleep" },
 	{ "idle", "spin_polls", "1000001" },
 	{ "idle", "yield_polls", "1000001" },
@@ -503,7 +507,7 @@ static void test_unknown_names(void)
 	assert_refused(load_text(&cfg, "[port]\nmtuu = 9000\n", NULL, 0),
 		       "unknown key [port] mtuu; known keys: kind, members, bond_mode, mtu, ip, udp_port, mbufs");
 	assert_refused(load_text(&cfg, "[portt]\nmtu = 9000\n", NULL, 0),
-		       "unknown section [portt]; known sections: eal, node, port, proto, cc, qos, chan, idle");
+		       "unknown section [portt]; known sections: eal, node, port, proto, cc, qos, chan, topics, idle");
 	assert_refused(load_text(&cfg, "[extra]\n", NULL, 0), "unknown section [extra]");
 	assert_refused(load_text(&cfg, "[node]\n# id = 2\n", NULL, 0), "unknown key [node] # id");
 
