@@ -42,11 +42,6 @@ gw_ns_up >/dev/null
 gw_workdir fanout
 total=$((writers * msgs))
 
-counter() { # NODE NAME: a live counter of a gateway
-    "$BIN/gwctl" -n "$1" raw /gridwire/stats 2>/dev/null |
-        python3 -c "import json,sys; print(json.load(sys.stdin).get('$2', 0))" 2>/dev/null || echo 0
-}
-
 # sub NS SOCK LABEL ARGS...: a verifying receiver in namespace NS, its JSON
 # in $work/$run-rx-LABEL.json
 sub() {
@@ -61,15 +56,8 @@ sub() {
 }
 
 # Alpha knows beta subscribes to volts (beta's advertisement arrived).
-volts_id=$(python3 -c '
-h = 0x811c9dc5
-for b in b"volts":
-    h = ((h ^ b) * 0x01000193) & 0xffffffff
-print(h or 1)')
 beta_subscribes() {
-    "$BIN/gwctl" -n alpha raw "/gridwire/topic,$volts_id" 2>/dev/null |
-        python3 -c 'import json,sys; sys.exit(0 if "2" in json.load(sys.stdin)["nodes"].split(",") else 1)' \
-            2>/dev/null
+    [[ ,$(gw_topic_nodes alpha volts), == *,2,* ]]
 }
 
 # run_one WAY S [latest]: one verified run; JSON in $out/$run-*.json
@@ -96,7 +84,7 @@ run_one() {
         for _ in $(seq 300); do beta_subscribes && break; sleep 0.1; done
         beta_subscribes || gw_die "fanout bench: alpha never heard of beta's subscribers"
     fi
-    b0=$(counter alpha tx_bytes)
+    b0=$(gw_stat alpha tx_bytes)
     local tx=(-w "$writers" -m "$msgs" -z "$size")
     if [[ $way == topic ]]; then
         ip netns exec gwa "$BIN/gw-perf" tx -s /run/gridwire/alpha.sock --topic -e volts "${tx[@]}" \
@@ -108,7 +96,7 @@ run_one() {
     local fail=0 p
     for p in "${pids[@]}"; do wait "$p" || fail=1; done
     ((fail)) && { cat "$work/$run"-*.err >&2; gw_die "fanout bench: $run failed verification"; }
-    echo "{\"tx_bytes\": $(($(counter alpha tx_bytes) - b0)), \"beta_conflated\": $(counter beta pub_conflated), \"beta_evicted\": $(counter beta pub_evicted)}" >"$work/$run-wire.json"
+    echo "{\"tx_bytes\": $(($(gw_stat alpha tx_bytes) - b0)), \"beta_conflated\": $(gw_stat beta pub_conflated), \"beta_evicted\": $(gw_stat beta pub_evicted)}" >"$work/$run-wire.json"
     cp "$work/$run"-*.json "$out/"
 }
 

@@ -307,6 +307,24 @@ gw_port_field() {
         python3 -c "import json, sys; print(json.load(sys.stdin)['$2'])"
 }
 
+# gw_stat NODE KEY: a counter of the gateway's /gridwire/stats, 0 while it
+# does not answer (starting, or too busy to).
+gw_stat() {
+    "$_GW_LIB_ROOT/app/gwctl/gwctl" -n "$1" raw /gridwire/stats 2>/dev/null |
+        python3 -c "import json, sys; print(json.load(sys.stdin).get('$2', 0))" 2>/dev/null || echo 0
+}
+
+# gw_topic_nodes NODE TOPIC: the peers the gateway knows subscribe to TOPIC
+# ("2,3"; "-": none), empty when it knows no such topic.
+gw_topic_nodes() {
+    local id
+    for id in $("$_GW_LIB_ROOT/app/gwctl/gwctl" -n "$1" raw /gridwire/topics 2>/dev/null | tr -d '[],'); do
+        "$_GW_LIB_ROOT/app/gwctl/gwctl" -n "$1" raw "/gridwire/topic,$id" 2>/dev/null |
+            python3 -c "import json, sys; t = json.load(sys.stdin); t['topic'] == '$2' and print(t['nodes'])" \
+                2>/dev/null || true
+    done
+}
+
 # gw_pair_bg OUT pair.sh-args...: a verified run (scripts/pair.sh, on the
 # namespaces already up) in the background, returning once its senders
 # have started. Output in OUT; sets GW_PID_PAIR.

@@ -322,6 +322,18 @@ void gw_chan_settle(struct gw_chan *c, unsigned cls, uint32_t below)
 	}
 }
 
+/* Are fewer than n descriptors of x unread? The client's position as last
+ * read over-estimates what is unread: its cache line is read again only
+ * when that says n or more, not pulled from the reading client on every
+ * message. */
+static inline bool rx_unread_below(struct gw_chan_rx *x, uint32_t n)
+{
+	if (x->pos - x->cons_cache < n)
+		return true;
+	x->cons_cache = __atomic_load_n(&x->ring->cons.tail, __ATOMIC_ACQUIRE);
+	return x->pos - x->cons_cache < n;
+}
+
 int gw_chan_deliver(struct gw_chan *c, unsigned part, struct gw_chan_desc d, const void *data)
 {
 	struct gw_chan_rx *x = &c->rx[part];
@@ -343,15 +355,10 @@ int gw_chan_deliver(struct gw_chan *c, unsigned part, struct gw_chan_desc d, con
 		}
 	}
 	/* cons.tail is the client's word too: a bad one makes only its own
-	 * ring look full, or lets us overwrite its own unread messages. Read
-	 * only when the ring looks full, so its cache line is not pulled
-	 * from the reading client on every message. */
-	if (x->pos - x->cons_cache >= c->ring_mask) {
-		x->cons_cache = __atomic_load_n(&x->ring->cons.tail, __ATOMIC_ACQUIRE);
-		if (x->pos - x->cons_cache >= c->ring_mask) {
-			x->full++;
-			return -ENOBUFS; /* the descriptor ring is full */
-		}
+	 * ring look full, or lets us overwrite its own unread messages. */
+	if (!rx_unread_below(x, c->ring_mask)) {
+		x->full++;
+		return -ENOBUFS; /* the descriptor ring is full */
 	}
 	/* Built privately (d comes in registers) and only then stored: the
 	 * slot is the client's memory, so nothing is read back from it. */
@@ -385,13 +392,7 @@ static void rx_queued(const struct gw_chan *c, unsigned part, uint32_t *descs, u
 
 bool gw_chan_rx_unread_below(struct gw_chan *c, unsigned part, uint32_t n)
 {
-	/* The client's position as last read over-estimates what is unread:
-	 * read its cache line again only when that says n or more. */
-	struct gw_chan_rx *x = &c->rx[part];
-	if (x->pos - x->cons_cache < n)
-		return true;
-	x->cons_cache = __atomic_load_n(&x->ring->cons.tail, __ATOMIC_ACQUIRE);
-	return x->pos - x->cons_cache < n;
+	return rx_unread_below(&c->rx[part], n);
 }
 
 bool gw_chan_rx_below_half(const struct gw_chan *c, unsigned part)

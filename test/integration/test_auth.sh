@@ -66,9 +66,7 @@ attack() { # OUT STEER MODE: a verified run at beta with replays and forgeries f
         replayed=$(ip netns exec gwa python3 "$ROOT/test/integration/inject.py" --send "$work/kit" \
             veth-a0,veth-a1 "$2")
         rounds=$((rounds + 1))
-        refused=$("$ROOT/build/app/gwctl" -n beta raw /gridwire/stats 2>/dev/null |
-            python3 -c 'import json, sys; print(json.load(sys.stdin)["auth_replayed"])' 2>/dev/null) ||
-            refused=0
+        refused=$(gw_stat beta auth_replayed)
     done
     ((rounds > 0)) || gw_die "the run ended before the replays: make it longer"
     gw_log "fired $forged forged and $rounds x $replayed replayed frames at beta"

@@ -29,16 +29,10 @@ gw_ns_up >/dev/null
 writers=50 msgs=400
 total=$((writers * msgs))
 
-# counter NODE NAME: a gateway's live counter (0 when it does not answer yet)
-counter() {
-    "$BIN/gwctl" -n "$1" raw /gridwire/stats 2>/dev/null |
-        python3 -c "import json,sys; print(json.load(sys.stdin).get('$2', 0))" 2>/dev/null || echo 0
-}
-
 # wait_for WHAT NODE NAME MIN: until NODE's counter NAME is at least MIN (60 s)
 wait_for() {
     for _ in $(seq 600); do
-        (($(counter "$2" "$3") >= $4)) && return 0
+        (($(gw_stat "$2" "$3") >= $4)) && return 0
         sleep 0.1
     done
     gw_die "$1: $2's $3 stayed under $4 for 60 s"
