@@ -259,15 +259,19 @@ gw_wait_ready() {
 # RATE msg/s to beta's endpoint sink, trying again while beta is down; the
 # receiver keeps what it got (WORK/received.bits), the sender what it was
 # told failed (WORK/rejected.bits); their JSON in WORK/rx.json and
-# WORK/tx.json. Returns once both run; sets GW_PID_RX and GW_PID_TX. With
+# WORK/tx.json. The receiver ends once every message is in one ledger or
+# the other (the sender's appears when it ends), or after 20 s without a
+# message. Returns once both run; sets GW_PID_RX and GW_PID_TX. With
 # GW_URGENT_EVERY=K, writers w with w % K == 0 send urgent messages (and
 # the receiver checks each writer's class).
 gw_ledger_run() {
     local work=$1 writers=$2 msgs=$3 rate=$4
     shift 4
     local classes=(${GW_URGENT_EVERY:+--urgent-every "$GW_URGENT_EVERY"})
+    rm -f "$work/received.bits" "$work/rejected.bits"
     gw_rx_start "$work" rx -e sink --expect $((writers * msgs)) --writers-max "$writers" -m "$msgs" \
-        --ledger "$work/received.bits" --idle-timeout 20 "${classes[@]}" "$@"
+        --ledger "$work/received.bits" --settled-by "$work/rejected.bits" --idle-timeout 20 \
+        "${classes[@]}" "$@"
     ip netns exec gwa "$_GW_LIB_ROOT/build/app/gw-perf" tx -s /run/gridwire/alpha.sock -n 2 -e sink \
         -w "$writers" -m "$msgs" --rate "$rate" --retry-unreachable --ledger "$work/rejected.bits" \
         --linger-ms 3000 "${classes[@]}" >"$work/tx.json" 2>"$work/tx.err" &
@@ -530,11 +534,28 @@ gw_installed_run() {
 # gw_debs_build WORK: the Debian packages, built by dpkg-buildpackage from
 # a copy of the tree as it is (tracked and new files alike, no build
 # folder) in WORK/src, the log in WORK/build.log; the .debs land in
-# WORK/src. Returns dpkg-buildpackage's status.
+# WORK/src. Returns dpkg-buildpackage's status. A build of the same tree
+# (same files, same contents) is kept in build/debs (the last one only):
+# test_deb and test_host need the same packages, and a build takes minutes
+# under load.
 gw_debs_build() {
-    local src=$1/src/gridwire
+    local src=$1/src/gridwire key cache=$_GW_LIB_ROOT/build/debs
     mkdir -p "$src"
+    _gw_tree_tar | tar -xf - -C "$src"
+    key=$(_gw_tree_tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner | sha256sum | cut -c1-16)
+    if [[ -s $cache/$key/build.log ]]; then
+        cp "$cache/$key"/*.* "$1/src/" && mv "$1/src/build.log" "$1/build.log" && return 0
+    fi
+    (cd "$src" && dpkg-buildpackage -us -uc) >"$1/build.log" 2>&1 || return
+    rm -rf "$cache" && mkdir -p "$cache/$key.part" &&
+        find "$1/src" -maxdepth 1 -type f -exec cp {} "$cache/$key.part/" \; &&
+        cp "$1/build.log" "$cache/$key.part/" && mv "$cache/$key.part" "$cache/$key"
+}
+
+# _gw_tree_tar [tar options...]: the tree as gw_debs_build copies it, as
+# one tar stream (the files keep their times: lintian refuses files of
+# 1970; the cache's key takes options that leave names and contents only).
+_gw_tree_tar() {
     git -C "$_GW_LIB_ROOT" ls-files -z --cached --others --exclude-standard |
-        tar -C "$_GW_LIB_ROOT" --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C "$src"
-    (cd "$src" && dpkg-buildpackage -us -uc) >"$1/build.log" 2>&1
+        tar -C "$_GW_LIB_ROOT" --null -T - --ignore-failed-read "$@" -cf - 2>/dev/null
 }

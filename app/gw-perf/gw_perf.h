@@ -18,6 +18,7 @@ struct opts {
 	unsigned deaf_ms; /* tx: read nothing for this long after the last send */
 	uint64_t delay_count;
 	const char *ledger; /* tx: rejected messages; rx: received ones (bitmaps) */
+	const char *settled_by; /* rx: the sender's ledger; done once it and ours cover --expect */
 	const char *timeline; /* rx: messages and latency per 100 ms, as CSV */
 	bool retry_unreachable, reconnect, cast, stop_on_down;
 	/* tx, call: writer w sends with GW_URGENT when w % urgent_every == 0

@@ -51,7 +51,11 @@
  * messages if --delay-count is given. Both end
  * with one JSON line on stdout. --ledger writes a bitmap (bit writer * MSGS
  * + seq) of the messages rejected (tx) or received (rx), so a checker can
- * see that every message was delivered or reported; --retry-unreachable
+ * see that every message was delivered or reported; rx --settled-by TX
+ * (the sender's ledger, which appears when the sender ends) ends the run as
+ * soon as every one of the first --expect messages is in one of the two,
+ * rather than waiting --idle-timeout for messages that were reported and
+ * will never come; --retry-unreachable
  * resends a message refused because its node is down; --reconnect follows
  * a gateway that restarts. rx also reports the longest wait between two
  * messages of one writer (max_gap_us: a stream's stall), and --timeline
@@ -86,7 +90,7 @@ static void usage(FILE *f)
 		   "       gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N]\n"
 		   "                 [--idle-timeout S] [--stall-s S]\n"
 		   "                 [--delay-ms MS [--delay-count N]] [--reconnect]\n"
-		   "                 [-m MSGS --ledger FILE] [--timeline FILE]\n"
+		   "                 [-m MSGS --ledger FILE [--settled-by TX-LEDGER]] [--timeline FILE]\n"
 		   "       gw-perf echo -s SOCK -e SERVICE\n"
 		   "       gw-perf call -s SOCK -n NODE -e SERVICE [-w CALLERS] [-m CALLS] [-z SIZE]\n"
 		   "                 [--timeout-ms MS] [--stop-on-down]\n"
@@ -135,7 +139,8 @@ int main(int argc, char **argv)
 		{ "duration", 1, NULL, 'u' }, { "timeline", 1, NULL, 'Y' },
 		{ "urgent", 0, NULL, 'G' }, { "urgent-every", 1, NULL, 'K' },
 		{ "poisson", 0, NULL, 'p' }, { "deaf-ms", 1, NULL, 'F' }, { "topic", 0, NULL, 'o' },
-		{ "latest", 2, NULL, 'a' }, { "each", 0, NULL, 'E' }, { 0 },
+		{ "latest", 2, NULL, 'a' }, { "each", 0, NULL, 'E' }, { "settled-by", 1, NULL, 'y' },
+		{ 0 },
 	};
 	int c;
 	optind = 2;
@@ -158,6 +163,7 @@ int main(int argc, char **argv)
 		case 'd': o.delay_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'D': o.delay_count = strtoull(optarg, NULL, 0); break;
 		case 'L': o.ledger = optarg; break;
+		case 'y': o.settled_by = optarg; break;
 		case 'U': o.retry_unreachable = true; break;
 		case 'R': o.reconnect = true; break;
 		case 'C': o.cast = true; break;
@@ -190,6 +196,10 @@ int main(int argc, char **argv)
 	if (o.latest_key && (!o.topic || mode != PERF_RX || o.latest_key > 64 || !o.msgs)) {
 		fprintf(stderr, "gw-perf: --latest[=1..64] is for rx --topic, with -m MSGS (each "
 				"writer's count: it ends when --expect writers have had their last)\n");
+		return 2;
+	}
+	if (o.settled_by && (mode != PERF_RX || !o.ledger || !o.expect)) {
+		fprintf(stderr, "gw-perf: --settled-by is for rx, with --ledger and --expect\n");
 		return 2;
 	}
 	if (o.each && (mode != PERF_TX || o.ledger || o.topic)) {
