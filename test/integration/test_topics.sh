@@ -148,6 +148,8 @@ if tx["sent"] != 20000 or tx["rejected"] or tx["lost"]:
     bad.append("the publisher did not publish all 20,000 untold")
 if k1["delivered"] != 20000 or k1["order_violations"] or k1["duplicates"] or k1["wrong_class"]:
     bad.append("the surviving subscriber did not get every publication once, in order, in its class")
+if beta["urgent_msgs_in"] != 10000:
+    bad.append(f"beta counted {beta['urgent_msgs_in']} urgent records in, want 10000 (half the writers')")
 if beta["pub_delivered"] >= 40000 or beta["pub_delivered"] < 20000:
     bad.append(f"beta delivered {beta['pub_delivered']} copies: the killed subscriber was not dropped in the middle")
 print("killed: " + ("FAIL: " + "; ".join(bad) if bad else
