@@ -395,13 +395,14 @@ static void store_latest(struct gw_receiver *rv, struct gw_client *cl,
 			return;
 		}
 	}
-	uint8_t key[GW_PUB_KEY] = { 0 };
+	uint8_t key[GW_PUB_KEY];
 	uint32_t klen = d->len < s->key_len ? d->len : s->key_len;
 	memcpy(key, &d->ep, 4);
 	key[4] = (uint8_t)klen;
 	memcpy(key + 5, data, klen);
 	uint64_t evicted = x->latest->evicted;
-	int rc = gw_conflate_put(x->latest, key, sizeof(key), d, sizeof(*d), data, d->len);
+	/* The key as long as it is (hashed per message), not its bound. */
+	int rc = gw_conflate_put(x->latest, key, 5 + klen, d, sizeof(*d), data, d->len);
 	rv->st->pub_stored += rc >= 0;
 	rv->st->pub_conflated += rc == 1;
 	rv->st->pub_evicted += x->latest->evicted - evicted + (rc < 0);

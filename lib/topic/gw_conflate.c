@@ -58,14 +58,10 @@ void gw_conflate_free(struct gw_conflate *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* Take entry x (+1) out of its hash chain and the age order, and free it. */
-static void unlink_entry(struct gw_conflate *c, uint32_t x)
+/* Take entry x (+1) out of the age order. */
+static void age_unlink(struct gw_conflate *c, uint32_t x)
 {
 	struct gw_conflate_entry *e = &c->e[x - 1];
-	uint32_t *p = &c->bucket[e->hash & c->bucket_mask];
-	while (*p != x)
-		p = &c->e[*p - 1].chain;
-	*p = e->chain;
 	if (e->prev)
 		c->e[e->prev - 1].next = e->next;
 	else
@@ -74,6 +70,17 @@ static void unlink_entry(struct gw_conflate *c, uint32_t x)
 		c->e[e->next - 1].prev = e->prev;
 	else
 		c->tail = e->prev;
+}
+
+/* Take entry x (+1) out of its hash chain and the age order, and free it. */
+static void unlink_entry(struct gw_conflate *c, uint32_t x)
+{
+	struct gw_conflate_entry *e = &c->e[x - 1];
+	uint32_t *p = &c->bucket[e->hash & c->bucket_mask];
+	while (*p != x)
+		p = &c->e[*p - 1].chain;
+	*p = e->chain;
+	age_unlink(c, x);
 	c->bytes -= (size_t)e->key_len + e->len;
 	c->n--;
 	free(e->mem);
@@ -95,6 +102,16 @@ static void append(struct gw_conflate *c, uint32_t x)
 	c->tail = x;
 }
 
+/* Copy a record (head, then body) into mem, after its key of kl bytes. */
+static void fill(uint8_t *mem, uint32_t kl, const void *head, uint32_t head_len,
+		 const void *body, uint32_t body_len)
+{
+	if (head_len)
+		memcpy(mem + kl, head, head_len);
+	if (body_len)
+		memcpy(mem + kl + head_len, body, body_len);
+}
+
 int gw_conflate_put(struct gw_conflate *c, const void *msg, size_t msg_len, const void *head,
 		    uint32_t head_len, const void *body, uint32_t body_len)
 {
@@ -103,25 +120,30 @@ int gw_conflate_put(struct gw_conflate *c, const void *msg, size_t msg_len, cons
 	size_t need = (size_t)kl + len;
 	if (need > c->max_bytes)
 		return -EMSGSIZE;
+	uint32_t h = key_hash(msg, kl), old = c->bucket[h & c->bucket_mask];
+	for (; old; old = c->e[old - 1].chain) {
+		const struct gw_conflate_entry *e = &c->e[old - 1];
+		if (e->hash == h && e->key_len == kl && !memcmp(e->mem, msg, kl))
+			break;
+	}
+	if (old && c->e[old - 1].len == len) {
+		/* A signal's values are mostly of one size: the memory is
+		 * reused, the entry goes to the back as the newest. */
+		fill(c->e[old - 1].mem, kl, head, head_len, body, body_len);
+		age_unlink(c, old);
+		append(c, old);
+		c->conflated++;
+		return 1;
+	}
 	uint8_t *mem = malloc(need ? need : 1);
 	if (!mem)
 		return -ENOMEM;
 	if (kl)
 		memcpy(mem, msg, kl);
-	if (head_len)
-		memcpy(mem + kl, head, head_len);
-	if (body_len)
-		memcpy(mem + kl + head_len, body, body_len);
-	uint32_t h = key_hash(mem, kl);
-	int replaced = 0;
-	for (uint32_t x = c->bucket[h & c->bucket_mask]; x; x = c->e[x - 1].chain) {
-		struct gw_conflate_entry *e = &c->e[x - 1];
-		if (e->hash == h && e->key_len == kl && !memcmp(e->mem, mem, kl)) {
-			unlink_entry(c, x);
-			c->conflated++;
-			replaced = 1;
-			break;
-		}
+	fill(mem, kl, head, head_len, body, body_len);
+	if (old) {
+		unlink_entry(c, old);
+		c->conflated++;
 	}
 	while (c->n == c->max_keys || c->bytes + need > c->max_bytes) {
 		unlink_entry(c, c->head);
@@ -137,7 +159,7 @@ int gw_conflate_put(struct gw_conflate *c, const void *msg, size_t msg_len, cons
 	append(c, x);
 	c->bytes += need;
 	c->n++;
-	return replaced;
+	return old != 0;
 }
 
 const void *gw_conflate_front(const struct gw_conflate *c, uint32_t *len)
