@@ -574,8 +574,11 @@ static void ack_send(struct gw_receiver *rv, uint16_t node, struct gw_peer *p, u
 	    (__atomic_load_n(&p->caps, __ATOMIC_RELAXED) & GW_CAP_GRANT)) {
 		/* The lanes to us from one peer share its share. */
 		unsigned lanes = rv->peer_lanes[node] ? rv->peer_lanes[node] : 1;
-		uint64_t g = gw_cc_budget_grant(&rv->budget, rv->active) / lanes / GW_ACK_GRANT_UNIT;
-		ack.grant = (uint16_t)(g < 1 ? 1 : g > UINT16_MAX ? UINT16_MAX : g);
+		uint64_t g = gw_cc_budget_grant(&rv->budget, rv->active);
+		if (g != UINT64_MAX) { /* else none: 0 */
+			g = g / lanes / GW_ACK_GRANT_UNIT;
+			ack.grant = (uint16_t)(g < 1 ? 1 : g > UINT16_MAX ? UINT16_MAX : g);
+		}
 	}
 	struct gw_hdr h = { .type = GW_FT_ACK, .dst_node = node, .lane = gw_lane_of_slot(l) };
 	h.len = (uint32_t)gw_wire_ack_put(rte_pktmbuf_mtod(a, uint8_t *) + GW_FRAME_MIN, &ack);

@@ -15,6 +15,15 @@
 /* Competing with a sender that does not answer delay: the round trip
  * over the limit in 80 % of recent samples, with a small window. */
 #define GW_CC_COMPETING 800 /* of 1024 */
+/* A lane may count as competing up to this window: its share of a port
+ * beside one TCP flow is about 15 frames at 400 Mbit/s and 5 ms, so 16
+ * (the small window above) kept it from ever reaching it. */
+#define GW_CC_COMPETING_FRAMES 32
+/* Competing, a loss cuts as CUBIC's does (to 0.7), not by half. Growing
+ * faster too (1.5 or 2 frames a round trip) took 0.35 to 0.38 of a port
+ * from one CUBIC flow, but 0.8 from a sender that halves and grows by a
+ * frame (test_cc's): not a fair neighbour, so growth stays a frame. */
+#define GW_CC_COMPETING_MDF_PCT 30
 
 void gw_cc_params_default(struct gw_cc_params *p, uint32_t mss)
 {
@@ -200,8 +209,15 @@ void gw_cc_on_ack(struct gw_cc *cc, uint64_t acked, uint64_t rtt_ns, uint64_t sr
 	 * not answer delay (kernel TCP filling a switch buffer), and
 	 * answering it would hand that sender the port. Loss alone cuts then,
 	 * as it does for TCP, until the queue comes down again. */
-	cc->over = cc->over - cc->over / 32 + (rtt_ns > limit ? 1024 / 32 : 0);
-	cc->competing = cc->over > GW_CC_COMPETING && cc->cwnd < GW_CC_SMALL_FRAMES * (uint64_t)cc->p.mss;
+	/* A window under a frame hears a sample every few round trips: each
+	 * counts for the frames it stands for (up to 8), or a lane that TCP
+	 * pushed down to a fraction of a frame would take seconds to see it
+	 * competes. */
+	uint64_t w = 32 * (cc->cwnd < cc->p.mss ? cc->p.mss / cc->cwnd : 1);
+	w = w > 256 ? 256 : w;
+	cc->over = (uint32_t)((cc->over * (1024 - w) + (rtt_ns > limit ? 1024 * w : 0)) / 1024);
+	cc->competing = cc->over > GW_CC_COMPETING &&
+			cc->cwnd < GW_CC_COMPETING_FRAMES * (uint64_t)cc->p.mss;
 	if (rtt_ns <= limit || cc->competing) {
 		if (cc->slow_start) {
 			cc->cwnd += acked;
@@ -222,7 +238,8 @@ void gw_cc_on_ack(struct gw_cc *cc, uint64_t acked, uint64_t rtt_ns, uint64_t sr
 
 void gw_cc_on_loss(struct gw_cc *cc, uint64_t now)
 {
-	if (cc->p.on && gw_cc_cut(cc, GW_CC_MAX_MDF_PCT, now))
+	if (cc->p.on &&
+	    gw_cc_cut(cc, cc->competing ? GW_CC_COMPETING_MDF_PCT : GW_CC_MAX_MDF_PCT, now))
 		cc->cuts_loss++;
 }
 
@@ -266,7 +283,7 @@ void gw_cc_budget_loss(struct gw_cc_budget *b)
 
 uint64_t gw_cc_budget_grant(const struct gw_cc_budget *b, unsigned n)
 {
-	return b->bytes / (n ? n : 1);
+	return n > 1 ? b->bytes / n : UINT64_MAX;
 }
 
 uint64_t gw_cc_rate(const struct gw_cc *cc)

@@ -21,17 +21,21 @@
  *    last half round trip or so, after Copa) is over it too: on a host
  *    whose lcores share CPUs, acks are heard late whenever an lcore was
  *    away, and cutting on those cost half the rate of an idle link;
- *  - a loss (a frame sent again) halves it, once per round trip;
+ *  - a loss (a frame sent again) halves it, once per round trip (cuts it
+ *    to 0.7 while competing, below);
  *  - frames leave no closer than bytes * srtt / (window * 5/4): a window
  *    goes out over a round trip, not as one burst, and a window under one
  *    frame still moves (one frame in flight, paced). A lane that was due
  *    while its lcore was away catches up, up to a round trip of frames.
  *
  * A lane whose round trips stay over its limit (80 % of recent samples)
- * while its window is small (under 16 frames) shares its bottleneck with
- * a sender that does not answer delay, such as kernel TCP filling a
- * switch buffer: it stops cutting on delay (loss alone cuts, as for TCP)
- * until the queue comes down, or it would hand that sender the port.
+ * while its window is under 32 frames shares its bottleneck with a
+ * sender that does not answer delay, such as kernel TCP filling a switch
+ * buffer: it stops cutting on delay (loss alone cuts, to 0.7 of the
+ * window as CUBIC's does) until the queue comes down, or it would hand
+ * that sender the port. Frames the receiver holds out of order do not
+ * count against the window (gw_lane_tx_may_send): a loss would otherwise
+ * stop the lane for the round trips of its repair as well as cut it.
  *
  * Senders alone each find the port's depth by overflowing it. The receiver
  * sees every lane that sends to it, so it keeps one budget for all of them
@@ -133,7 +137,10 @@ void gw_cc_budget_init(struct gw_cc_budget *b, uint32_t mss, uint64_t init, uint
 		       uint64_t max);
 void gw_cc_budget_delivered(struct gw_cc_budget *b, uint64_t bytes);
 void gw_cc_budget_loss(struct gw_cc_budget *b);
-/* The grant of each of n senders (n >= 1). */
+/* The grant of each of n senders; UINT64_MAX (none) for one or none: the
+ * budget is there to make N senders one sawtooth, and over one sender's
+ * own control it only adds a second cut per loss (beside a TCP flow,
+ * a second halving: doc/figures.md). */
 uint64_t gw_cc_budget_grant(const struct gw_cc_budget *b, unsigned n);
 
 /* The pacing rate, bytes per second (0: not paced yet, no round trip). */

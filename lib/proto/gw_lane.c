@@ -98,7 +98,7 @@ void gw_lane_tx_fini(struct gw_lane_tx *tx)
 	free(tx->slots);
 	tx->slots = NULL;
 	tx->due_ns = UINT64_MAX;
-	tx->inflight_bytes = 0;
+	tx->inflight_bytes = tx->sacked_bytes = 0;
 }
 
 void gw_lane_tx_set_cc(struct gw_lane_tx *tx, const struct gw_cc_params *p)
@@ -152,6 +152,8 @@ int gw_lane_tx_ack(struct gw_lane_tx *tx, const struct gw_ack *ack, uint64_t now
 
 		if (s->nsent == 1 && !s->sacked)
 			rtt = gw_min_u64(rtt, now - s->sent_ns);
+		if (s->sacked)
+			tx->sacked_bytes -= s->bytes;
 		bytes += s->bytes;
 		tx->release(s->frame, tx->ctx);
 		s->frame = NULL;
@@ -181,6 +183,7 @@ int gw_lane_tx_ack(struct gw_lane_tx *tx, const struct gw_ack *ack, uint64_t now
 		struct gw_lane_slot *s = &tx->slots[(una + 1 + i) & mask];
 		if (!s->sacked) {
 			s->sacked = true;
+			tx->sacked_bytes += s->bytes;
 			tx->progress_ns = now;
 		}
 		if (gw_seq_before(tx->sack_hi, una + 2 + i))
@@ -209,6 +212,8 @@ void gw_lane_tx_abandon(struct gw_lane_tx *tx)
 	tx->release(s->frame, tx->ctx);
 	s->frame = NULL;
 	tx->inflight_bytes -= s->bytes;
+	if (s->sacked)
+		tx->sacked_bytes -= s->bytes;
 	tx->una++;
 	if (gw_seq_before(tx->sack_hi, tx->una))
 		tx->sack_hi = tx->una;
@@ -241,6 +246,8 @@ unsigned gw_lane_tx_due(struct gw_lane_tx *tx, uint64_t now, void **out, unsigne
 				s->rto_ns = s->rto_ns >= tx->rto_max_ns / 2 ? tx->rto_max_ns :
 									       2 * s->rto_ns;
 			/* A stale sack is trusted again only when an ack repeats it. */
+			if (s->sacked)
+				tx->sacked_bytes -= s->bytes;
 			s->sacked = false;
 			s->sent_ns = now;
 			if (s->nsent != UINT16_MAX)

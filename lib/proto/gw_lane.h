@@ -72,6 +72,7 @@ struct gw_lane_tx {
 	gw_lane_release_t release;
 	void *ctx;
 	uint64_t inflight_bytes;
+	uint64_t sacked_bytes; /* of those, held by the receiver: off the path */
 	struct gw_cc cc; /* off unless gw_lane_tx_set_cc */
 	/* counters (msgs: kept by the caller, which knows what a frame holds) */
 	uint64_t frames, retrans, acks, bad_acks, msgs;
@@ -137,10 +138,14 @@ static inline bool gw_lane_tx_open(const struct gw_lane_tx *tx)
 }
 
 /* May a new frame go now: room in the window, and the congestion window
- * and pacing allow it (counted when they do not). */
+ * and pacing allow it (counted when they do not). What the congestion
+ * window counts is on the path: frames the receiver holds (sacked) are
+ * not (RFC 6675's pipe), or a loss would stop the lane for the round
+ * trips its repair takes, on top of the cut. */
 static inline bool gw_lane_tx_may_send(struct gw_lane_tx *tx, uint64_t now)
 {
-	return gw_lane_tx_open(tx) && gw_cc_may_send(&tx->cc, tx->inflight_bytes, now, true);
+	return gw_lane_tx_open(tx) &&
+	       gw_cc_may_send(&tx->cc, tx->inflight_bytes - tx->sacked_bytes, now, true);
 }
 
 /* The rtt_hist bucket of a sample of ns. */

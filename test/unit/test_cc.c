@@ -101,7 +101,10 @@ static void test_budget(void)
 	gw_cc_budget_delivered(&b, 4 * MSS); /* slow start: doubles */
 	CU_ASSERT_EQUAL(b.bytes, 8 * MSS);
 	CU_ASSERT_EQUAL(gw_cc_budget_grant(&b, 4), 2 * MSS);
-	CU_ASSERT_EQUAL(gw_cc_budget_grant(&b, 0), 8 * MSS);
+	CU_ASSERT_EQUAL(gw_cc_budget_grant(&b, 2), 4 * MSS);
+	/* One sender (or none): its own control is enough, no grant. */
+	CU_ASSERT_EQUAL(gw_cc_budget_grant(&b, 1), UINT64_MAX);
+	CU_ASSERT_EQUAL(gw_cc_budget_grant(&b, 0), UINT64_MAX);
 	gw_cc_budget_loss(&b);
 	CU_ASSERT_EQUAL(b.bytes, 4 * MSS);
 	gw_cc_budget_loss(&b); /* the same overflow: nothing delivered since */
@@ -167,6 +170,22 @@ static void test_one_cut_per_round_trip(void)
 	for (unsigned i = 0; i < 40; i++)
 		gw_cc_on_loss(&cc, (60 + 200 * i) * MS);
 	CU_ASSERT_EQUAL(cc.cwnd, cc.p.cwnd_min);
+}
+
+/* Beside a sender that answers loss alone, a loss cuts as CUBIC's does. */
+static void test_competing_loss(void)
+{
+	struct gw_cc cc = fresh();
+
+	ack(&cc, MSS, 100 * US, 1 * MS);
+	uint64_t w = cc.cwnd;
+	cc.competing = true;
+	gw_cc_on_loss(&cc, 2 * MS);
+	CU_ASSERT_EQUAL(cc.cwnd, w - w * 30 / 100);
+	cc.competing = false;
+	w = cc.cwnd;
+	gw_cc_on_loss(&cc, 20 * MS);
+	CU_ASSERT_EQUAL(cc.cwnd, w - w * 50 / 100);
 }
 
 static void test_pacing(void)
@@ -634,6 +653,7 @@ int main(void)
 		{ "window limits, one frame under a frame's window", test_window_limits },
 		{ "slow start, cut on delay, additive, granted", test_slow_start_then_additive },
 		{ "one cut per round trip, at most half", test_one_cut_per_round_trip },
+		{ "competing: a loss cuts to 0.7", test_competing_loss },
 		{ "pacing", test_pacing },
 		{ "the standing round trip", test_standing },
 		{ "the receiver's budget", test_budget },

@@ -291,6 +291,8 @@ static void test_sack_hole(void)
 	CU_ASSERT_EQUAL(tx.srtt_ns, 40);
 	CU_ASSERT(tx.slots[3].sacked);
 	CU_ASSERT(!tx.slots[1].sacked && !tx.slots[2].sacked);
+	/* The held frame is off the path: the congestion window counts 2. */
+	CU_ASSERT_EQUAL(tx.inflight_bytes - tx.sacked_bytes, 2000);
 
 	/* Guard: srtt + srtt / 4 = 50 since the holes were sent. */
 	CU_ASSERT_EQUAL(gw_lane_tx_due(&tx, 40, out, 8), 0);
@@ -320,6 +322,7 @@ static void test_sack_hole(void)
 	ack_hold(&a, 4);
 	CU_ASSERT_EQUAL(gw_lane_tx_ack(&tx, &a, 150), 2);
 	CU_ASSERT_EQUAL(tx.srtt_ns, 40); /* both were sent three times */
+	CU_ASSERT_EQUAL(tx.sacked_bytes, 2000); /* 3 and 4 */
 
 	/* Held frames go again only after rto_max, and not as held. */
 	CU_ASSERT_EQUAL(gw_lane_tx_due(&tx, 9999, out, 8), 0);
@@ -328,6 +331,7 @@ static void test_sack_hole(void)
 	CU_ASSERT_PTR_EQUAL(out[0], H(103));
 	CU_ASSERT(!tx.slots[3].sacked);
 	CU_ASSERT(tx.slots[4].sacked);
+	CU_ASSERT_EQUAL(tx.sacked_bytes, 1000); /* sent again: on the path */
 	CU_ASSERT_EQUAL(tx.slots[3].rto_ns, 100);
 	CU_ASSERT_EQUAL(tx.retrans, 5);
 
@@ -336,6 +340,7 @@ static void test_sack_hole(void)
 	CU_ASSERT_EQUAL(gw_lane_tx_ack(&tx, &a, 10050), 2);
 	CU_ASSERT_EQUAL(tx.srtt_ns, 40);
 	CU_ASSERT_EQUAL(gw_lane_tx_inflight(&tx), 0);
+	CU_ASSERT_EQUAL(tx.sacked_bytes, 0);
 	gw_lane_tx_fini(&tx);
 	CU_ASSERT_EQUAL(l.n, 5);
 }
