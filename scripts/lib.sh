@@ -541,8 +541,14 @@ gw_installed_run() {
 gw_debs_build() {
     local src=$1/src/gridwire key cache=$_GW_LIB_ROOT/build/debs
     mkdir -p "$src"
-    _gw_tree_tar | tar -xf - -C "$src"
-    key=$(_gw_tree_tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner | sha256sum | cut -c1-16)
+    git -C "$_GW_LIB_ROOT" ls-files -z --cached --others --exclude-standard |
+        tar -C "$_GW_LIB_ROOT" --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C "$src"
+    # The key: the copy as extracted (what is built: names, modes,
+    # contents), and the toolchain and libraries it builds against.
+    key=$({ (cd "$src" && find . -type f -printf '%m %p\n' | sort &&
+        find . -type f -print0 | sort -z | xargs -0 sha256sum)
+        dpkg-query -W gcc libdpdk-dev debhelper meson libsodium-dev erlang-dev 2>/dev/null; } |
+        sha256sum | cut -c1-16)
     if [[ -s $cache/$key/build.log ]]; then
         cp "$cache/$key"/*.* "$1/src/" && mv "$1/src/build.log" "$1/build.log" && return 0
     fi
@@ -552,10 +558,3 @@ gw_debs_build() {
         cp "$1/build.log" "$cache/$key.part/" && mv "$cache/$key.part" "$cache/$key"
 }
 
-# _gw_tree_tar [tar options...]: the tree as gw_debs_build copies it, as
-# one tar stream (the files keep their times: lintian refuses files of
-# 1970; the cache's key takes options that leave names and contents only).
-_gw_tree_tar() {
-    git -C "$_GW_LIB_ROOT" ls-files -z --cached --others --exclude-standard |
-        tar -C "$_GW_LIB_ROOT" --null -T - --ignore-failed-read "$@" -cf - 2>/dev/null
-}

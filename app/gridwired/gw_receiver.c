@@ -574,9 +574,11 @@ static void ack_send(struct gw_receiver *rv, uint16_t node, struct gw_peer *p, u
 	    (__atomic_load_n(&p->caps, __ATOMIC_RELAXED) & GW_CAP_GRANT)) {
 		/* The lanes to us from one peer share its share. */
 		unsigned lanes = rv->peer_lanes[node] ? rv->peer_lanes[node] : 1;
-		uint64_t g = gw_cc_budget_grant(&rv->budget, rv->active);
-		if (g != UINT64_MAX) { /* else none: 0 */
-			g = g / lanes / GW_ACK_GRANT_UNIT;
+		/* None (0) while this is the one lane sending to us: several
+		 * lanes of one peer (its workers') are several windows. */
+		uint64_t g = gw_cc_budget_grant(&rv->budget, (rv->active ? rv->active : 1) * lanes);
+		if (g != UINT64_MAX) {
+			g = g / GW_ACK_GRANT_UNIT;
 			ack.grant = (uint16_t)(g < 1 ? 1 : g > UINT16_MAX ? UINT16_MAX : g);
 		}
 	}

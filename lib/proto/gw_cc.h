@@ -137,10 +137,10 @@ void gw_cc_budget_init(struct gw_cc_budget *b, uint32_t mss, uint64_t init, uint
 		       uint64_t max);
 void gw_cc_budget_delivered(struct gw_cc_budget *b, uint64_t bytes);
 void gw_cc_budget_loss(struct gw_cc_budget *b);
-/* The grant of each of n senders; UINT64_MAX (none) for one or none: the
- * budget is there to make N senders one sawtooth, and over one sender's
- * own control it only adds a second cut per loss (beside a TCP flow,
- * a second halving: doc/figures.md). */
+/* The grant of each of n senders (gridwired: lanes); UINT64_MAX (none)
+ * for one or none: the budget is there to make N senders one sawtooth,
+ * and over one sender's own control it only adds a second cut per loss
+ * (beside a TCP flow, a second halving: doc/figures.md). */
 uint64_t gw_cc_budget_grant(const struct gw_cc_budget *b, unsigned n);
 
 /* The pacing rate, bytes per second (0: not paced yet, no round trip). */

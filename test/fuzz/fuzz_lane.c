@@ -229,11 +229,15 @@ FZ_ORACLE static void check_all(bool walk)
 	/* In [una, nxt] while anything is in flight (pinned again on a push). */
 	CHECK(!inflight || tx->sack_hi - tx->una <= inflight);
 	CHECK(z.tx_live == inflight);
+	/* The pipe: what the receiver holds is exactly the sacked slots'. */
+	uint64_t sacked = 0;
 	for (uint32_t seq = tx->una; walk && seq != tx->nxt; seq++) {
 		struct fz_frame *f = &pool[z.tx_ring[seq & (tx->win - 1)]];
 		CHECK(f->owner == FZ_TX && f->seq == seq && f->gen == z.gen);
 		CHECK(tx->slots[seq & (tx->win - 1)].frame == f);
+		sacked += tx->slots[seq & (tx->win - 1)].sacked ? tx->slots[seq & (tx->win - 1)].bytes : 0;
 	}
+	CHECK(!walk || tx->sacked_bytes == sacked);
 	/* Time never goes back: a deadline already passed counts as now. */
 	if (walk) {
 		uint64_t ref = ref_deadline(tx);
