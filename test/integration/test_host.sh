@@ -262,6 +262,7 @@ in_a "setsid build/app/gridwired -c config/host-a.ini --set port.kind=parallel -
     >/gw/par.log 2>&1 </dev/null &"
 wait_log "A sees B, both parallel" A "cat /gw/par.log" "peer 2 \(host-b\) is up" &&
     ok "both gateways parallel ($(in_a "grep -o 'port: parallel[^)]*)' /gw/par.log"))"
+gw_log "parallel: the run across wire 0's cut"
 run_start par
 sleep 4
 "$H" link both 0 off
@@ -276,6 +277,7 @@ read -r red dup <<<"$out"
 # carries nothing while member 1 does.
 seen() { in_b "$log_b" | grep -c "member pci:0000:00:04.0: $1" || true; }
 n_silent=$(seen silent) n_again=$(seen "carries frames again")
+gw_log "parallel: A's NIC 0 alone cut"
 "$H" link A 0 off
 wait_log "B says its member 0 is silent" B "$log_b" "member pci:0000:00:04.0: silent" $((n_silent + 1)) &&
     ok "A's NIC 0 alone cut: B's member 0, link up, is reported silent"
@@ -284,6 +286,7 @@ wait_log "B's member 0 carries frames again" B "$log_b" "member pci:0000:00:04.0
     $((n_again + 1)) && ok "... and carrying frames again once it is back"
 
 # --- more bad input, A's gateway stopped, NICs bound ---------------------
+gw_log "bad input: no hugepages"
 in_a "pkill -INT -x gridwired; sleep 3"
 expect2 "gridwired, no hugepages free" \
     "$(refused A 'echo 0 >/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages; build/app/gridwired -c config/host-a.ini')" \
