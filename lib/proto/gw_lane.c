@@ -60,6 +60,15 @@ static uint64_t gw_lane_tx_guard(const struct gw_lane_tx *tx)
 	return g > tx->rto_min_ns / 4 ? g : tx->rto_min_ns / 4;
 }
 
+/* The slot is no longer held by the receiver (released, abandoned, or
+ * its sack gone stale): back on the path as far as the window counts. */
+static void gw_lane_tx_unsack(struct gw_lane_tx *tx, struct gw_lane_slot *s)
+{
+	if (s->sacked)
+		tx->sacked_bytes -= s->bytes;
+	s->sacked = false;
+}
+
 /* How long after its last transmission the frame at seq is due again. */
 static uint64_t gw_lane_tx_wait(const struct gw_lane_tx *tx, const struct gw_lane_slot *s,
 				uint32_t seq, uint64_t guard)
@@ -152,8 +161,7 @@ int gw_lane_tx_ack(struct gw_lane_tx *tx, const struct gw_ack *ack, uint64_t now
 
 		if (s->nsent == 1 && !s->sacked)
 			rtt = gw_min_u64(rtt, now - s->sent_ns);
-		if (s->sacked)
-			tx->sacked_bytes -= s->bytes;
+		gw_lane_tx_unsack(tx, s);
 		bytes += s->bytes;
 		tx->release(s->frame, tx->ctx);
 		s->frame = NULL;
@@ -212,8 +220,7 @@ void gw_lane_tx_abandon(struct gw_lane_tx *tx)
 	tx->release(s->frame, tx->ctx);
 	s->frame = NULL;
 	tx->inflight_bytes -= s->bytes;
-	if (s->sacked)
-		tx->sacked_bytes -= s->bytes;
+	gw_lane_tx_unsack(tx, s);
 	tx->una++;
 	if (gw_seq_before(tx->sack_hi, tx->una))
 		tx->sack_hi = tx->una;
@@ -246,9 +253,7 @@ unsigned gw_lane_tx_due(struct gw_lane_tx *tx, uint64_t now, void **out, unsigne
 				s->rto_ns = s->rto_ns >= tx->rto_max_ns / 2 ? tx->rto_max_ns :
 									       2 * s->rto_ns;
 			/* A stale sack is trusted again only when an ack repeats it. */
-			if (s->sacked)
-				tx->sacked_bytes -= s->bytes;
-			s->sacked = false;
+			gw_lane_tx_unsack(tx, s);
 			s->sent_ns = now;
 			if (s->nsent != UINT16_MAX)
 				s->nsent++;
