@@ -192,6 +192,10 @@ int gw_call_flags(struct gw_client *cl, uint16_t node, const char *service, cons
 int gw_call_start_flags(struct gw_client *cl, uint16_t node, const char *service,
 			const void *req, size_t len, int timeout_ms, unsigned flags,
 			uint32_t *call_id);
+/* gw_call_start_flags only: -EAGAIN at once when the channel is full,
+ * instead of waiting up to timeout_ms for room (an event loop's call: wait
+ * with GW_WAIT_SEND, then start it again). */
+#define GW_NOWAIT 0x200u
 
 /*
  * Receive the next message. timeout_ms as for gw_send (0 = poll). Waiting

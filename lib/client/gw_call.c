@@ -472,7 +472,7 @@ int gw_call_start_flags(struct gw_client *cl, uint16_t node, const char *service
 	if (gw_client_gone(cl))
 		return -EPIPE;
 	if (!service || !gw_ctl_name_ok(service, GW_NAME_MAX) || timeout_ms <= 0 ||
-	    (flags & ~GW_URGENT))
+	    (flags & ~(GW_URGENT | GW_NOWAIT)))
 		return -EINVAL;
 	int rc = calls_init(cl);
 	if (rc < 0)
@@ -490,8 +490,8 @@ int gw_call_start_flags(struct gw_client *cl, uint16_t node, const char *service
 	uint32_t msg_id = flags & GW_URGENT
 		? (cl->chan.tx[GW_CLASS_URGENT].msgs & ~GW_CHAN_MSG_URGENT) | GW_CHAN_MSG_URGENT
 		: cl->chan.tx[GW_CLASS_BULK].msgs & ~GW_CHAN_MSG_URGENT;
-	rc = gw_client_send(cl, node, gw_ctl_ep_id(service), &h, sizeof(h), req, len, timeout_ms,
-			    flags);
+	rc = gw_client_send(cl, node, gw_ctl_ep_id(service), &h, sizeof(h), req, len,
+			    flags & GW_NOWAIT ? 0 : timeout_ms, flags & GW_URGENT);
 	if (rc < 0)
 		return rc;
 	cl->free_head = (cl->free_head + 1) % GW_CALLS_MAX;
