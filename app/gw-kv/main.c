@@ -50,7 +50,12 @@ static int serve(struct gw_client *cl)
 	fprintf(stderr, "gw-kv: node %u serving kv\n", gw_local_node(cl));
 	while (!stop) {
 		struct gw_msg m;
-		if (gw_recv(cl, &m, 200) < 0 || m.kind != GW_MSG_REQUEST)
+		int rc = gw_recv(cl, &m, 200);
+		if (rc == -EPIPE) {
+			fprintf(stderr, "gw-kv: the gateway went away: %s\n", gw_strerror(rc));
+			return 1;
+		}
+		if (rc < 0 || m.kind != GW_MSG_REQUEST)
 			continue;
 		char req[400], *key, *val, *save;
 		snprintf(req, sizeof(req), "%.*s", (int)(m.len < 399 ? m.len : 399), (const char *)m.data);

@@ -32,7 +32,7 @@ from ._gridwire import (CALL_HDR, CALL_KEEP, CALLS_MAX, NODE_AUTH, NODE_BATCHING
 __all__ = [
     "connect", "Client", "Message", "Kind", "Result", "NodeInfo", "endpoint_id",
     "strerror", "sub_latest_key",
-    "Error", "WouldBlock", "Timeout", "MessageTooLarge", "HostUnreachable", "HostDown",
+    "Error", "InvalidArgument", "WouldBlock", "Timeout", "MessageTooLarge", "HostUnreachable", "HostDown",
     "NoService", "NameTaken", "ReservedName", "NoSpace", "ConnectionRefused",
     "AccessDenied", "GatewayGone", "RemoteError", "NoBuffers", "Overflow", "Busy",
     "SUB_HOLD", "SUB_LATEST", "URGENT", "URGENT_ID", "WAIT_RECV", "WAIT_SEND",
@@ -54,6 +54,10 @@ class Kind(enum.IntEnum):
 
 class Error(OSError):
     """A gridwire call failed: errno is the error, strerror says it in words."""
+
+
+class InvalidArgument(Error, ValueError):
+    """libgridwire refused an argument: a bad name, node id or flag (EINVAL)."""
 
 
 class WouldBlock(Error, BlockingIOError):
@@ -165,6 +169,6 @@ _ERRORS = {
     errno.EEXIST: NameTaken, errno.EPERM: ReservedName, errno.ENOSPC: NoSpace,
     errno.ECONNREFUSED: ConnectionRefused, errno.EACCES: AccessDenied,
     errno.EPIPE: GatewayGone, errno.EREMOTEIO: RemoteError, errno.ENOBUFS: NoBuffers,
-    errno.EOVERFLOW: Overflow, errno.EBUSY: Busy,
+    errno.EOVERFLOW: Overflow, errno.EBUSY: Busy, errno.EINVAL: InvalidArgument,
 }
 _gridwire._setup(_ERRORS, Error, {int(k): k for k in Kind}, Result, NodeInfo)

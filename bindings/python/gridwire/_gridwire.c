@@ -329,13 +329,60 @@ static PyTypeObject message_type = {
 };
 
 /* ------------------------------------------------------------------ */
+/* Channel views */
+
+/*
+ * The exporter behind recv(copy=False)'s memoryview: the message's bytes
+ * in the channel. Every view of them (the memoryview, its slices, what
+ * was made from them) holds an export here, so the next receive knows
+ * whether any is still alive before the channel reuses the memory.
+ */
+struct chanview {
+	PyObject_HEAD
+	void *buf;
+	Py_ssize_t len;
+	Py_ssize_t exports;
+};
+
+static int chanview_getbuffer(struct chanview *v, Py_buffer *view, int flags)
+{
+	if (!v->buf) {
+		PyErr_SetString(PyExc_ValueError, "the message's data was released");
+		return -1;
+	}
+	if (PyBuffer_FillInfo(view, (PyObject *)v, v->buf, v->len, 1, flags) < 0)
+		return -1;
+	v->exports++;
+	return 0;
+}
+
+static void chanview_releasebuffer(struct chanview *v, Py_buffer *view)
+{
+	v->exports--;
+}
+
+static PyBufferProcs chanview_as_buffer = {
+	.bf_getbuffer = (getbufferproc)chanview_getbuffer,
+	.bf_releasebuffer = (releasebufferproc)chanview_releasebuffer,
+};
+
+static PyTypeObject chanview_type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "gridwire._ChannelView",
+	.tp_basicsize = sizeof(struct chanview),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_as_buffer = &chanview_as_buffer,
+};
+
+/* ------------------------------------------------------------------ */
 /* Client */
 
 struct client {
 	PyObject_HEAD
 	struct gw_client *cl;
 	PyThread_type_lock lock;
-	PyObject *view; /* the memoryview of the last recv(copy=False), or NULL */
+	PyObject *view;           /* the memoryview of the last recv(copy=False), or NULL */
+	struct chanview *exporter; /* what it views */
 	PyObject *weakrefs;
 };
 
@@ -454,30 +501,35 @@ static PyObject *client_new(PyTypeObject *t, PyObject *args, PyObject *kw)
 	return (PyObject *)c;
 }
 
-/* Release the last zero-copy view: its memory is the channel's. */
+/* Release the last zero-copy view before its memory goes back to the
+ * channel; refuse while any view of it is alive (a slice, an export). */
 static int drop_view(struct client *c)
 {
-	if (!c->view)
+	if (!c->exporter)
 		return 0;
-	PyObject *r = PyObject_CallMethod(c->view, "release", NULL);
-	if (!r) {
-		if (PyErr_ExceptionMatches(PyExc_BufferError)) {
-			PyErr_Clear();
-			PyErr_SetString(PyExc_BufferError,
-					"a view of the last message's data (recv(copy=False)) is "
-					"still exported: release it (or copy it) before the next "
-					"receive");
-		}
+	PyObject *r = c->view ? PyObject_CallMethod(c->view, "release", NULL) : Py_NewRef(Py_None);
+	if (r) {
+		Py_DECREF(r);
+		Py_CLEAR(c->view); /* its own export goes with it */
+	} else if (!PyErr_ExceptionMatches(PyExc_BufferError)) {
+		return -1;
+	} else {
+		PyErr_Clear();
+	}
+	if (c->view || c->exporter->exports) {
+		PyErr_SetString(PyExc_BufferError,
+				"a view of the last message's data (recv(copy=False)) is still "
+				"alive: release it (or copy it) before the next receive");
 		return -1;
 	}
-	Py_DECREF(r);
-	Py_CLEAR(c->view);
+	c->exporter->buf = NULL;
+	Py_CLEAR(c->exporter);
 	return 0;
 }
 
 static void close_client(struct client *c)
 {
-	if (c->view && drop_view(c) < 0) {
+	if ((c->view || c->exporter) && drop_view(c) < 0) {
 		/* Closing anyway: the view would outlive the mapping. Keep the
 		 * client's memory mapped by leaking it, rather than crash. */
 		PyErr_WriteUnraisable((PyObject *)c);
@@ -677,10 +729,20 @@ static int recv_once(struct client *c, enum recv_mode mode, Py_buffer *into, PyO
 		Py_XDECREF(mb);
 		Py_XDECREF(mv);
 	} else {
-		data = PyMemoryView_FromMemory((char *)m.data, (Py_ssize_t)m.len, PyBUF_READ);
-		if (data) {
-			Py_INCREF(data);
-			c->view = data;
+		struct chanview *v = PyObject_New(struct chanview, &chanview_type);
+		data = NULL;
+		if (v) {
+			v->buf = (void *)m.data;
+			v->len = (Py_ssize_t)m.len;
+			v->exports = 0;
+			data = PyMemoryView_FromObject((PyObject *)v);
+			if (data) {
+				Py_INCREF(data);
+				c->view = data;
+				c->exporter = v;
+			} else {
+				Py_DECREF(v);
+			}
 		}
 	}
 	unlock_client(c);
@@ -1120,6 +1182,38 @@ static PyObject *make_result(const struct gw_result *res)
 	return r;
 }
 
+static PyObject *results_list(const struct gw_result *res, unsigned n)
+{
+	PyObject *r = PyList_New(n);
+	for (unsigned i = 0; r && i < n; i++) {
+		PyObject *x = make_result(&res[i]);
+		if (!x)
+			Py_CLEAR(r);
+		else
+			PyList_SET_ITEM(r, i, x);
+	}
+	return r;
+}
+
+/* Raise err (with res's reason for -EREMOTEIO), the attribute name set to
+ * value (stolen) on the exception. */
+static void raise_with(int err, const struct gw_result *res, const char *name, PyObject *value)
+{
+	if (!value)
+		return;
+	if (err == -EREMOTEIO && res)
+		raise_err(err, res->data, (Py_ssize_t)res->len);
+	else
+		raise_err(err, NULL, 0);
+	PyObject *type, *exc, *tb;
+	PyErr_Fetch(&type, &exc, &tb);
+	PyErr_NormalizeException(&type, &exc, &tb);
+	if (exc && PyObject_SetAttrString(exc, name, value) < 0)
+		PyErr_Clear();
+	Py_DECREF(value);
+	PyErr_Restore(type, exc, tb);
+}
+
 enum multi_op { M_ONE, M_ANY, M_ALL, M_ALL_WAIT };
 
 static PyObject *do_multi(struct client *c, PyObject *args, PyObject *kw, enum multi_op op,
@@ -1178,30 +1272,19 @@ static PyObject *do_multi(struct client *c, PyObject *args, PyObject *kw, enum m
 	if (op == M_ONE || op == M_ANY) {
 		if (rc == 0)
 			r = make_result(&res[0]);
-		else if (rc == -EREMOTEIO)
-			raise_err(rc, res[0].data, (Py_ssize_t)res[0].len);
 		else
-			raise_err(rc, NULL, 0);
-	} else if (op == M_ALL && rc < 0) {
-		/* The first failing node's error; its reason where it has one. */
+			raise_with(rc, &res[0], "node", PyLong_FromLong(res[0].node));
+	} else if (rc < 0 && op == M_ALL) {
+		/* The first failing node's error (its reason where it has one), and
+		 * every node's outcome: a write to all says who stored it. */
 		unsigned i = 0;
 		while (i < n && res[i].error != rc)
 			i++;
-		if (i < n && rc == -EREMOTEIO)
-			raise_err(rc, res[i].data, (Py_ssize_t)res[i].len);
-		else
-			raise_err(rc, NULL, 0);
+		raise_with(rc, i < n ? &res[i] : NULL, "results", results_list(res, n));
 	} else if (rc < 0) {
 		raise_err(rc, NULL, 0);
 	} else {
-		r = PyList_New(n);
-		for (unsigned i = 0; r && i < n; i++) {
-			PyObject *x = make_result(&res[i]);
-			if (!x)
-				Py_CLEAR(r);
-			else
-				PyList_SET_ITEM(r, i, x);
-		}
+		r = results_list(res, n);
 	}
 out:
 	if (res)
@@ -1235,11 +1318,14 @@ static PyObject *client_call_all_wait(struct client *c, PyObject *a, PyObject *k
 static PyObject *do_cast_multi(struct client *c, PyObject *args, PyObject *kw, int all)
 {
 	static char *kwlist[] = { "nodes", "service", "data", "urgent", "badrpc_errors", NULL };
+	static char *kwlist_one[] = { "nodes", "service", "data", NULL };
 	PyObject *nodes_o, *svc;
 	Py_buffer b;
 	int urgent = 0, badrpc = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, all ? "OOy*|$pp:cast_all" : "OOy*:cast_one",
-					 kwlist, &nodes_o, &svc, &b, &urgent, &badrpc))
+	if (!(all ? PyArg_ParseTupleAndKeywords(args, kw, "OOy*|$pp:cast_all", kwlist, &nodes_o,
+						&svc, &b, &urgent, &badrpc)
+		  : PyArg_ParseTupleAndKeywords(args, kw, "OOy*:cast_one", kwlist_one, &nodes_o,
+						&svc, &b)))
 		return NULL;
 	PyObject *r = NULL;
 	unsigned n;
@@ -1466,14 +1552,16 @@ static PyMethodDef client_methods[] = {
 	{ "call_one", (PyCFunction)(void (*)(void))client_call_one, KW,
 	  "call_one(nodes, service, data, timeout=5.0, *, urgent=False, badrpc_errors=False)"
 	  "\n--\n\nAsk one node at a time, in order, until one answers: its Result, or the\n"
-	  "last error raised." },
+	  "last error raised (its node attribute: which node)." },
 	{ "call_any", (PyCFunction)(void (*)(void))client_call_any, KW,
 	  "call_any(nodes, service, data, timeout=5.0, *, urgent=False, badrpc_errors=False)"
-	  "\n--\n\nAsk all at once; the first good answer's Result, or the last error raised." },
+	  "\n--\n\nAsk all at once; the first good answer's Result, or the last error raised\n"
+	  "(its node attribute: which node)." },
 	{ "call_all", (PyCFunction)(void (*)(void))client_call_all, KW,
 	  "call_all(nodes, service, data, timeout=5.0, *, urgent=False, badrpc_errors=False)"
 	  "\n--\n\nAsk all at once; every node must answer: a Result per node, or the first\n"
-	  "failing node's error raised. Nodes that cannot be asked are left out of the\n"
+	  "failing node's error raised, with every node's Result as its results attribute\n"
+	  "(who did store a write). Nodes that cannot be asked are left out of the\n"
 	  "verdict (their Result's error says so) unless badrpc_errors." },
 	{ "call_all_wait", (PyCFunction)(void (*)(void))client_call_all_wait, KW,
 	  "call_all_wait(nodes, service, data, timeout=5.0)\n--\n\n"
@@ -1590,7 +1678,8 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__gridwire(void)
 {
-	if (PyType_Ready(&message_type) < 0 || PyType_Ready(&client_type) < 0)
+	if (PyType_Ready(&message_type) < 0 || PyType_Ready(&client_type) < 0 ||
+	    PyType_Ready(&chanview_type) < 0)
 		return NULL;
 	PyObject *m = PyModule_Create(&module);
 	if (!m)

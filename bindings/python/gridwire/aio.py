@@ -100,8 +100,7 @@ class Client:
             return
         try:
             for _ in range(_PUMP_BATCH):
-                if len(self._queue) >= self._backlog:
-                    self._pause()
+                if len(self._queue) >= self._backlog and self._full():
                     return
                 m = self._c.recv(0)
                 if m is None:
@@ -130,6 +129,23 @@ class Client:
                 fut.set_result(m)
                 return
         self._queue.append(m)
+
+    def _full(self):
+        """The queue for recv() is full: stop taking from the channel. Calls in
+        flight need their replies, which may wait behind what is queued: the
+        queue may grow by CALL_KEEP more for them (as gw_call keeps messages),
+        and past that they fail with Overflow, as gw_call does, rather than
+        wait for ever."""
+        if self._calls and len(self._queue) < self._backlog + gridwire.CALL_KEEP:
+            return False
+        calls, self._calls = self._calls, {}
+        err = gridwire.Overflow(errno.EOVERFLOW, gridwire.strerror(errno.EOVERFLOW))
+        for call_id, fut in calls.items():
+            self._c.call_cancel(call_id)  # no REPLY will come for it
+            if not fut.done():
+                fut.set_exception(err)
+        self._pause()
+        return True
 
     def _schedule(self):
         """Calls in flight have deadlines that recv reports: look then."""
