@@ -7,7 +7,8 @@
 # them. And the README stays a front door: under 250 lines. The recipe of
 # doc/operations.md "Two gateways to point clients at" runs as written:
 # two long-lived gateways, a client built against the build tree, a call
-# across, the gateways stopped.
+# across, the gateways stopped; and every example of doc/python.md runs
+# against those gateways.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
@@ -49,6 +50,26 @@ else
     fail=1
 fi
 [[ ! -e /run/gridwire/gateways/alpha.pid ]] || { echo "FAIL: gateways down left alpha's pid file"; fail=1; }
+
+# doc/python.md's examples (every python block), each as written, against
+# the same two gateways, with Debian's python3 and the module as built.
+python3 - "$ROOT/doc/python.md" "$work" <<'PY'
+import re, sys
+for i, block in enumerate(re.findall(r"```python\n(.*?)```", open(sys.argv[1]).read(), re.S)):
+    open(f"{sys.argv[2]}/python-{i}.py", "w").write(block)
+PY
+"$ROOT/scripts/gateways.sh" up >"$work/python-gateways.out" 2>&1
+for ex in "$work"/python-*.py; do
+    if PYTHONPATH=$ROOT/build/bindings/python timeout 120 /usr/bin/python3 "$ex" \
+        >"${ex%.py}.out" 2>&1; then
+        echo "ok: doc/python.md's example $(basename "$ex" .py) runs: $(tail -1 "${ex%.py}.out")"
+    else
+        echo "FAIL: doc/python.md's example $(basename "$ex" .py):"
+        cat "$ex" "${ex%.py}.out"
+        fail=1
+    fi
+done
+"$ROOT/scripts/gateways.sh" down >>"$work/python-gateways.out" 2>&1
 
 # A copy with one of each fault: each must be named.
 mkdir -p "$work/tree"

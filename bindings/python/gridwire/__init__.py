@@ -51,6 +51,9 @@ class Kind(enum.IntEnum):
     LOST = 6      #: some REJECTs were dropped, our channel being full: data is the count
     PUBLISH = 7   #: a message published to a topic we subscribe to
 
+    def __str__(self):  # Kind.DATA, not 1, as print() shows it
+        return f"Kind.{self.name}"
+
 
 class Error(OSError):
     """A gridwire call failed: errno is the error, strerror says it in words."""
