@@ -547,7 +547,8 @@ gw_debs_build() {
     # contents), and the toolchain and libraries it builds against.
     key=$({ (cd "$src" && find . -type f -printf '%m %p\n' | sort &&
         find . -type f -print0 | sort -z | xargs -0 sha256sum)
-        dpkg-query -W gcc libdpdk-dev debhelper meson libsodium-dev erlang-dev 2>/dev/null; } |
+        dpkg-query -W gcc libdpdk-dev debhelper meson libsodium-dev erlang-dev python3-dev \
+            dh-python 2>/dev/null; } |
         sha256sum | cut -c1-16)
     if [[ -s $cache/$key/build.log ]]; then
         cp "$cache/$key"/*.* "$1/src/" && mv "$1/src/build.log" "$1/build.log" && return 0
