@@ -216,7 +216,6 @@ def pct(sorted_v, q):
 
 def cmd_call(a):
     """One call at a time: round trip per call, after a warm-up."""
-    import gridwire
     c = gw_connect(a.sock, a.node)
     node, svc, call = a.node, a.service, c.call
     pays = [struct.pack("<Q", i) * (a.size // 8) for i in range(1000)]
@@ -515,7 +514,8 @@ def cmd_report(a):
                  f"1 Python receiver in gwb (CPU {cfg['pin_b'] or '-'}), {cfg['size']}-byte "
                  f"messages, {msgs:,} per sender, every one verified (count, order per sender)")
     lines.append(f"msg/s: all messages over the time from the first send to the last receive; "
-                 f"{cfg['reps']} runs of each transport, interleaved\n")
+                 f"{cfg['reps']} run{'s' if cfg['reps'] != 1 else ''} of each transport, "
+                 f"interleaved\n")
     lines.append("| transport | messages | msg/s | runs' msg/s | elapsed s | Python CPU s senders / "
                  "receiver | Python CPU s per M msgs | gateways' CPU s alpha / beta | verified |")
     lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
@@ -634,19 +634,28 @@ def cmd_report(a):
     dat = os.path.join(runs, "python.dat")
     with open(dat, "w") as f:
         for i, (t, name) in enumerate(TRANSPORTS):
-            f.write(f"{i} \"{name}\" {rate(t)}\n")
-    gp = f"""set terminal pngcairo size 900,480 font ',10' noenhanced
+            v = res["throughput"].get(t, {})
+            short = {"gridwire": "gridwire (cable)", "zmq": "pyzmq (TCP)", "tcp": "TCP, 64 KB"}[t]
+            f.write(f"{i} \"{short}\" {v.get('msgs_per_s', 0) / 1e6} {v.get('python_cpu_s_per_M', 0)}\n")
+    gp = f"""set terminal pngcairo size 1200,480 font ',10' noenhanced
 set output '{out}/python.png'
-set title "Python: {senders} senders -> 1 receiver, {cfg['size']}-byte messages, verified (msg/s)"
+set multiplot layout 1,2 title "Python: {senders} senders (gwa) -> 1 receiver (gwb), {cfg['size']}-byte messages, every one verified; median of {cfg['reps']} runs"
 set style fill solid 0.8 border -1
 set boxwidth 0.6
 set grid ytics
-set yrange [0:*]
-set ylabel 'msg/s'
 set xrange [-0.6:2.6]
+set offsets 0, 0, graph 0.1, 0
 unset key
+set title 'throughput'
+set ylabel 'million msg/s'
+set yrange [0:*]
 plot '{dat}' using 1:3:xtic(2) with boxes lc rgb '#1f77b4', \\
-     '' using 1:3:(sprintf('%.0f', $3)) with labels offset 0,0.8
+     '' using 1:3:(sprintf('%.2f M', $3)) with labels offset 0,0.8
+set title "the Python programs' CPU (os.times)"
+set ylabel 'CPU s per million messages'
+plot '{dat}' using 1:4:xtic(2) with boxes lc rgb '#e67e22', \\
+     '' using 1:4:(sprintf('%.2f', $4)) with labels offset 0,0.8
+unset multiplot
 """
     try:
         subprocess.run(["gnuplot"], input=gp, text=True, check=True, capture_output=True)

@@ -32,7 +32,6 @@
 /* Set by the package at import: errno -> exception class, kind -> enum. */
 static PyObject *error_map;  /* dict: int errno -> class */
 static PyObject *error_base; /* gridwire.Error */
-static PyObject *kind_map;   /* dict: int kind -> gridwire.Kind member */
 static PyObject *result_cls; /* gridwire.Result */
 static PyObject *node_cls;   /* gridwire.NodeInfo */
 
@@ -186,22 +185,15 @@ struct message {
 
 static PyTypeObject message_type;
 
+/* The Kind members by number (the package hands them over): one look per message. */
+#define KINDS_MAX 16
+static PyObject *kinds[KINDS_MAX];
+
 static PyObject *kind_obj(int kind)
 {
-	PyObject *num = PyLong_FromLong(kind);
-	if (!num)
-		return NULL;
-	PyObject *k = kind_map ? PyDict_GetItemWithError(kind_map, num) : NULL;
-	if (k) {
-		Py_DECREF(num);
-		Py_INCREF(k);
-		return k;
-	}
-	if (PyErr_Occurred()) {
-		Py_DECREF(num);
-		return NULL;
-	}
-	return num; /* a kind this module does not name yet: the number */
+	if (kind >= 0 && kind < KINDS_MAX && kinds[kind])
+		return Py_NewRef(kinds[kind]);
+	return PyLong_FromLong(kind); /* a kind this module does not name yet: the number */
 }
 
 /* A Message from m; data: what to show as its data (stolen). */
@@ -383,6 +375,10 @@ struct client {
 	PyThread_type_lock lock;
 	PyObject *view;           /* the memoryview of the last recv(copy=False), or NULL */
 	struct chanview *exporter; /* what it views */
+	/* The last endpoint name sent to and its id: a loop that sends to one
+	 * name hashes (and checks) it once. */
+	PyObject *ep_name;
+	uint32_t ep_id;
 	PyObject *weakrefs;
 };
 
@@ -507,7 +503,10 @@ static int drop_view(struct client *c)
 {
 	if (!c->exporter)
 		return 0;
-	PyObject *r = c->view ? PyObject_CallMethod(c->view, "release", NULL) : Py_NewRef(Py_None);
+	static PyObject *release;
+	if (!release && !(release = PyUnicode_InternFromString("release")))
+		return -1;
+	PyObject *r = c->view ? PyObject_CallMethodNoArgs(c->view, release) : Py_NewRef(Py_None);
 	if (r) {
 		Py_DECREF(r);
 		Py_CLEAR(c->view); /* its own export goes with it */
@@ -555,6 +554,7 @@ static void client_dealloc(struct client *c)
 		unlock_client(c);
 		PyThread_free_lock(c->lock);
 	}
+	Py_CLEAR(c->ep_name);
 	Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
@@ -607,7 +607,9 @@ static PyObject *do_send(struct client *c, enum send_op op, uint16_t node, PyObj
 	unsigned long id = 0;
 	if (timeout_arg(timeout, &ms) < 0)
 		return NULL;
-	if (op == OP_SEND && PyLong_Check(target)) {
+	if (op == OP_SEND && !urgent && target == c->ep_name) {
+		id = c->ep_id;
+	} else if (op == OP_SEND && PyLong_Check(target)) {
 		id = PyLong_AsUnsignedLong(target);
 		if (PyErr_Occurred() || id > UINT32_MAX) {
 			PyErr_Clear();
@@ -633,8 +635,14 @@ static PyObject *do_send(struct client *c, enum send_op op, uint16_t node, PyObj
 		}
 		int rc = send_once(c, op, node, (uint32_t)id, name, b, flags);
 		unlock_client(c);
-		if (rc >= 0)
+		if (rc >= 0) {
+			if (op == OP_SEND && name && !urgent) { /* a good name: keep it */
+				Py_INCREF(target);
+				Py_XSETREF(c->ep_name, target);
+				c->ep_id = gw_endpoint_id(name);
+			}
 			Py_RETURN_NONE;
+		}
 		if (rc != -EAGAIN || ms == 0)
 			return raise_err(rc, NULL, 0);
 		if (deadline == -2)
@@ -647,7 +655,7 @@ static PyObject *do_send(struct client *c, enum send_op op, uint16_t node, PyObj
 	}
 }
 
-static PyObject *client_send(struct client *c, PyObject *args, PyObject *kw)
+static PyObject *client_send_kw(struct client *c, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "node", "endpoint", "data", "timeout", "urgent", NULL };
 	uint16_t node;
@@ -658,6 +666,33 @@ static PyObject *client_send(struct client *c, PyObject *args, PyObject *kw)
 					 &ep, &b, &timeout, &urgent))
 		return NULL;
 	PyObject *r = do_send(c, OP_SEND, node, ep, &b, timeout, urgent);
+	PyBuffer_Release(&b);
+	return r;
+}
+
+/* send() is called per message: positional calls skip the keyword parser. */
+static PyObject *client_send(struct client *c, PyObject *const *args, Py_ssize_t nargs,
+			     PyObject *kwnames)
+{
+	if (kwnames || nargs < 3 || nargs > 4) {
+		Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+		PyObject *t = PyTuple_New(nargs), *kw = nkw ? PyDict_New() : NULL, *r = NULL;
+		for (Py_ssize_t i = 0; t && i < nargs; i++)
+			PyTuple_SET_ITEM(t, i, Py_NewRef(args[i]));
+		for (Py_ssize_t i = 0; t && kw && i < nkw; i++)
+			if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0)
+				Py_CLEAR(t);
+		if (t && (kw || !nkw))
+			r = client_send_kw(c, t, kw);
+		Py_XDECREF(t);
+		Py_XDECREF(kw);
+		return r;
+	}
+	uint16_t node;
+	Py_buffer b;
+	if (node_arg(args[0], &node) < 0 || PyObject_GetBuffer(args[2], &b, PyBUF_SIMPLE) < 0)
+		return NULL;
+	PyObject *r = do_send(c, OP_SEND, node, args[1], &b, nargs == 4 ? args[3] : Py_None, 0);
 	PyBuffer_Release(&b);
 	return r;
 }
@@ -1491,7 +1526,7 @@ static PyObject *client_get_unconfirmed(struct client *c, void *unused)
 
 #define KW (METH_VARARGS | METH_KEYWORDS)
 static PyMethodDef client_methods[] = {
-	{ "send", (PyCFunction)(void (*)(void))client_send, KW,
+	{ "send", (PyCFunction)(void (*)(void))client_send, METH_FASTCALL | METH_KEYWORDS,
 	  "send(node, endpoint, data, timeout=None, *, urgent=False)\n--\n\n"
 	  "Send data (bytes-like) to endpoint (a name, or an id from endpoint_id) on node.\n"
 	  "Returns once the message is in the channel: a failure to deliver comes back\n"
@@ -1642,16 +1677,23 @@ static PyObject *mod_strerror(PyObject *m, PyObject *o)
 /* The package hands over its classes once, at import. */
 static PyObject *mod_setup(PyObject *m, PyObject *args)
 {
-	PyObject *errors, *base, *kinds, *result, *node;
+	PyObject *errors, *base, *kind_map_arg, *result, *node;
 	if (!PyArg_ParseTuple(args, "O!OO!OO:_setup", &PyDict_Type, &errors, &base,
-			      &PyDict_Type, &kinds, &result, &node))
+			      &PyDict_Type, &kind_map_arg, &result, &node))
 		return NULL;
 	Py_INCREF(errors);
 	Py_XSETREF(error_map, errors);
 	Py_INCREF(base);
 	Py_XSETREF(error_base, base);
-	Py_INCREF(kinds);
-	Py_XSETREF(kind_map, kinds);
+	for (int k = 0; k < KINDS_MAX; k++) {
+		PyObject *num = PyLong_FromLong(k);
+		PyObject *member = num ? PyDict_GetItemWithError(kind_map_arg, num) : NULL;
+		Py_XDECREF(num);
+		if (PyErr_Occurred())
+			return NULL;
+		Py_XINCREF(member);
+		Py_XSETREF(kinds[k], member);
+	}
 	Py_INCREF(result);
 	Py_XSETREF(result_cls, result);
 	Py_INCREF(node);

@@ -297,7 +297,8 @@ class Client:
                 await self._room(deadline)
         fut = self._loop.create_future()
         self._calls[call_id] = fut
-        self._schedule()
+        if self._timer is None:  # the pump keeps it going while calls are in flight
+            self._schedule()
         try:
             m = await fut
         except asyncio.CancelledError:
