@@ -407,6 +407,16 @@ static int open_client(struct client *c)
 	return -1;
 }
 
+/* Take the lock of an open client: 0, or -1 (closed: ValueError, no lock). */
+static int lock_open(struct client *c)
+{
+	lock_client(c);
+	if (open_client(c) == 0)
+		return 0;
+	unlock_client(c);
+	return -1;
+}
+
 /*
  * Wait (GIL and lock released) until what may go on, the deadline passes,
  * or a signal comes: 0 to try again, -ETIMEDOUT, -EPIPE, or -1 with a
@@ -414,11 +424,8 @@ static int open_client(struct client *c)
  */
 static int wait_for(struct client *c, enum gw_wait what, int64_t deadline)
 {
-	lock_client(c);
-	if (open_client(c) < 0) {
-		unlock_client(c);
+	if (lock_open(c) < 0)
 		return -1;
-	}
 	int fds[2];
 	int rc = gw_arm(c->cl, what);
 	int rc2 = gw_wait_fds(c->cl, what, fds);
@@ -583,6 +590,27 @@ static PyObject *client_exit(struct client *c, PyObject *args)
 
 /* --- sending --- */
 
+/*
+ * After a send that returned rc < 0: 1 to try again (room may have come),
+ * or 0 with the error raised. ms: the call's timeout (0: no wait, the
+ * channel's -EAGAIN is the answer); *deadline starts at -2.
+ */
+static int send_again(struct client *c, int rc, int ms, int64_t *deadline)
+{
+	if (rc != -EAGAIN || ms == 0) {
+		raise_err(rc, NULL, 0);
+		return 0;
+	}
+	if (*deadline == -2)
+		*deadline = deadline_of(ms);
+	rc = wait_for(c, GW_WAIT_SEND, *deadline);
+	if (rc == 0)
+		return 1;
+	if (rc != -1)
+		raise_err(rc, NULL, 0);
+	return 0;
+}
+
 enum send_op { OP_SEND, OP_CAST, OP_PUBLISH };
 
 /* One try at timeout 0, under the lock. */
@@ -628,11 +656,8 @@ static PyObject *do_send(struct client *c, enum send_op op, uint16_t node, PyObj
 	unsigned flags = urgent ? GW_URGENT : 0;
 	int64_t deadline = -2;
 	for (;;) {
-		lock_client(c);
-		if (open_client(c) < 0) {
-			unlock_client(c);
+		if (lock_open(c) < 0)
 			return NULL;
-		}
 		int rc = send_once(c, op, node, (uint32_t)id, name, b, flags);
 		unlock_client(c);
 		if (rc >= 0) {
@@ -643,29 +668,25 @@ static PyObject *do_send(struct client *c, enum send_op op, uint16_t node, PyObj
 			}
 			Py_RETURN_NONE;
 		}
-		if (rc != -EAGAIN || ms == 0)
-			return raise_err(rc, NULL, 0);
-		if (deadline == -2)
-			deadline = deadline_of(ms);
-		rc = wait_for(c, GW_WAIT_SEND, deadline);
-		if (rc == -1)
+		if (!send_again(c, rc, ms, &deadline))
 			return NULL;
-		if (rc < 0)
-			return raise_err(rc, NULL, 0);
 	}
 }
 
-static PyObject *client_send_kw(struct client *c, PyObject *args, PyObject *kw)
+/* send() and cast(): node, a name (send: or an endpoint id), data, timeout, urgent. */
+static PyObject *node_send(struct client *c, PyObject *args, PyObject *kw, enum send_op op)
 {
-	static char *kwlist[] = { "node", "endpoint", "data", "timeout", "urgent", NULL };
+	static char *kw_send[] = { "node", "endpoint", "data", "timeout", "urgent", NULL };
+	static char *kw_cast[] = { "node", "service", "data", "timeout", "urgent", NULL };
 	uint16_t node;
-	PyObject *ep, *timeout = Py_None;
+	PyObject *target, *timeout = Py_None;
 	Py_buffer b;
 	int urgent = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&Oy*|O$p:send", kwlist, node_conv, &node,
-					 &ep, &b, &timeout, &urgent))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, op == OP_CAST ? "O&Oy*|O$p:cast" : "O&Oy*|O$p:send",
+					 op == OP_CAST ? kw_cast : kw_send, node_conv, &node,
+					 &target, &b, &timeout, &urgent))
 		return NULL;
-	PyObject *r = do_send(c, OP_SEND, node, ep, &b, timeout, urgent);
+	PyObject *r = do_send(c, op, node, target, &b, timeout, urgent);
 	PyBuffer_Release(&b);
 	return r;
 }
@@ -683,7 +704,7 @@ static PyObject *client_send(struct client *c, PyObject *const *args, Py_ssize_t
 			if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0)
 				Py_CLEAR(t);
 		if (t && (kw || !nkw))
-			r = client_send_kw(c, t, kw);
+			r = node_send(c, t, kw, OP_SEND);
 		Py_XDECREF(t);
 		Py_XDECREF(kw);
 		return r;
@@ -699,17 +720,7 @@ static PyObject *client_send(struct client *c, PyObject *const *args, Py_ssize_t
 
 static PyObject *client_cast(struct client *c, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "node", "service", "data", "timeout", "urgent", NULL };
-	uint16_t node;
-	PyObject *svc, *timeout = Py_None;
-	Py_buffer b;
-	int urgent = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&Oy*|O$p:cast", kwlist, node_conv, &node,
-					 &svc, &b, &timeout, &urgent))
-		return NULL;
-	PyObject *r = do_send(c, OP_CAST, node, svc, &b, timeout, urgent);
-	PyBuffer_Release(&b);
-	return r;
+	return node_send(c, args, kw, OP_CAST);
 }
 
 static PyObject *client_publish(struct client *c, PyObject *args, PyObject *kw)
@@ -894,11 +905,8 @@ static PyObject *do_name(struct client *c, PyObject *o, name_fn fn, const char *
 	const char *name = name_arg(o, what);
 	if (!name)
 		return NULL;
-	lock_client(c);
-	if (open_client(c) < 0) {
-		unlock_client(c);
+	if (lock_open(c) < 0)
 		return NULL;
-	}
 	int rc;
 	Py_BEGIN_ALLOW_THREADS
 	rc = fn(c->cl, name);
@@ -939,11 +947,8 @@ static PyObject *client_subscribe(struct client *c, PyObject *args, PyObject *kw
 	const char *name = name_arg(topic, "topic");
 	if (!name)
 		return NULL;
-	lock_client(c);
-	if (open_client(c) < 0) {
-		unlock_client(c);
+	if (lock_open(c) < 0)
 		return NULL;
-	}
 	int rc;
 	Py_BEGIN_ALLOW_THREADS
 	rc = gw_subscribe(c->cl, name, policy);
@@ -970,11 +975,8 @@ static PyObject *client_flush(struct client *c, PyObject *args, PyObject *kw)
 			int64_t left = deadline - now_ms();
 			slice = left <= 0 ? 1 : left < slice ? (int)left : slice;
 		}
-		lock_client(c);
-		if (open_client(c) < 0) {
-			unlock_client(c);
+		if (lock_open(c) < 0)
 			return NULL;
-		}
 		Py_BEGIN_ALLOW_THREADS
 		rc = gw_flush(c->cl, slice);
 		Py_END_ALLOW_THREADS
@@ -1062,11 +1064,8 @@ static PyObject *client_call_start(struct client *c, PyObject *args, PyObject *k
 	int64_t deadline = -2;
 	for (;;) {
 		uint32_t id;
-		lock_client(c);
-		if (open_client(c) < 0) {
-			unlock_client(c);
+		if (lock_open(c) < 0)
 			goto out;
-		}
 		int rc = gw_call_start_flags(c->cl, node, name, b.buf, (size_t)b.len, ms, flags,
 					     &id);
 		unlock_client(c);
@@ -1074,19 +1073,8 @@ static PyObject *client_call_start(struct client *c, PyObject *args, PyObject *k
 			r = PyLong_FromUnsignedLong(id);
 			goto out;
 		}
-		if (rc != -EAGAIN || !wait) {
-			raise_err(rc, NULL, 0);
+		if (!send_again(c, rc, wait ? ms : 0, &deadline))
 			goto out;
-		}
-		if (deadline == -2)
-			deadline = deadline_of(ms);
-		rc = wait_for(c, GW_WAIT_SEND, deadline);
-		if (rc == -1)
-			goto out;
-		if (rc < 0) {
-			raise_err(rc, NULL, 0);
-			goto out;
-		}
 	}
 out:
 	PyBuffer_Release(&b);
@@ -1098,11 +1086,8 @@ static PyObject *client_call_cancel(struct client *c, PyObject *o)
 	unsigned long id = PyLong_AsUnsignedLong(o);
 	if (PyErr_Occurred())
 		return NULL;
-	lock_client(c);
-	if (open_client(c) < 0) {
-		unlock_client(c);
+	if (lock_open(c) < 0)
 		return NULL;
-	}
 	int rc = id > UINT32_MAX ? -ENOENT : gw_call_cancel(c->cl, (uint32_t)id);
 	unlock_client(c);
 	if (rc < 0)
@@ -1129,24 +1114,14 @@ static PyObject *do_respond(struct client *c, struct gw_msg *req, int failed, Py
 {
 	int64_t deadline = -2;
 	for (;;) {
-		lock_client(c);
-		if (open_client(c) < 0) {
-			unlock_client(c);
+		if (lock_open(c) < 0)
 			return NULL;
-		}
 		int rc = gw_respond(c->cl, req, failed, b->buf, (size_t)b->len, 0);
 		unlock_client(c);
 		if (rc >= 0)
 			Py_RETURN_NONE;
-		if (rc != -EAGAIN || ms == 0)
-			return raise_err(rc, NULL, 0);
-		if (deadline == -2)
-			deadline = deadline_of(ms);
-		rc = wait_for(c, GW_WAIT_SEND, deadline);
-		if (rc == -1)
+		if (!send_again(c, rc, ms, &deadline))
 			return NULL;
-		if (rc < 0)
-			return raise_err(rc, NULL, 0);
 	}
 }
 
@@ -1368,11 +1343,8 @@ static PyObject *do_cast_multi(struct client *c, PyObject *args, PyObject *kw, i
 	const char *name = name_arg(svc, "service");
 	if (!name || !(nodes = nodes_arg(nodes_o, &n)))
 		goto out;
-	lock_client(c);
-	if (open_client(c) < 0) {
-		unlock_client(c);
+	if (lock_open(c) < 0)
 		goto out;
-	}
 	int rc;
 	Py_BEGIN_ALLOW_THREADS
 	rc = all ? gw_cast_all(c->cl, nodes, n, name, b.buf, (size_t)b.len,
@@ -1402,11 +1374,8 @@ static PyObject *client_cast_all(struct client *c, PyObject *a, PyObject *k)
 static PyObject *client_nodes(struct client *c, PyObject *unused)
 {
 	struct gw_node_info info[256];
-	lock_client(c);
-	if (open_client(c) < 0) {
-		unlock_client(c);
+	if (lock_open(c) < 0)
 		return NULL;
-	}
 	struct gw_node_info *v = info;
 	int n = gw_nodes(c->cl, v, 256);
 	if (n > 256) {
@@ -1471,11 +1440,8 @@ static PyObject *client_arm(struct client *c, PyObject *o)
 	enum gw_wait w;
 	if (wait_arg(o, &w) < 0)
 		return NULL;
-	lock_client(c);
-	if (open_client(c) < 0) {
-		unlock_client(c);
+	if (lock_open(c) < 0)
 		return NULL;
-	}
 	int rc = gw_arm(c->cl, w);
 	unlock_client(c);
 	if (rc < 0)
