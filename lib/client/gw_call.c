@@ -519,6 +519,8 @@ int gw_call_flags(struct gw_client *cl, uint16_t node, const char *service, cons
 	uint32_t id;
 	if (gw_client_gone(cl))
 		return -EPIPE;
+	if (flags & GW_NOWAIT)
+		return -EINVAL; /* gw_call_start_flags' alone: a call that waits waits */
 	if (cl->kept.n >= GW_CALL_KEEP)
 		return -EOVERFLOW; /* nothing sent: receive what is kept first */
 	int rc = gw_call_start_flags(cl, node, service, req, len, timeout_ms, flags, &id);

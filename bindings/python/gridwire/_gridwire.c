@@ -18,8 +18,10 @@
 #include <structmember.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -334,11 +336,15 @@ struct chanview {
 	void *buf;
 	Py_ssize_t len;
 	Py_ssize_t exports;
+	bool released;
 };
+
+/* What an empty message's view shows (REJECTs, calls' failures carry none). */
+static char chanview_empty[1];
 
 static int chanview_getbuffer(struct chanview *v, Py_buffer *view, int flags)
 {
-	if (!v->buf) {
+	if (v->released) {
 		PyErr_SetString(PyExc_ValueError, "the message's data was released");
 		return -1;
 	}
@@ -528,20 +534,17 @@ static int drop_view(struct client *c)
 				"alive: release it (or copy it) before the next receive");
 		return -1;
 	}
-	c->exporter->buf = NULL;
+	c->exporter->released = true;
 	Py_CLEAR(c->exporter);
 	return 0;
 }
 
-static void close_client(struct client *c)
+/* Close the client: -1 (BufferError, still open) while a view of its
+ * channel is alive, which would outlive the mapping. */
+static int close_client(struct client *c)
 {
-	if ((c->view || c->exporter) && drop_view(c) < 0) {
-		/* Closing anyway: the view would outlive the mapping. Keep the
-		 * client's memory mapped by leaking it, rather than crash. */
-		PyErr_WriteUnraisable((PyObject *)c);
-		c->cl = NULL;
-		return;
-	}
+	if (drop_view(c) < 0)
+		return -1;
 	if (c->cl) {
 		struct gw_client *cl = c->cl;
 		c->cl = NULL;
@@ -549,6 +552,7 @@ static void close_client(struct client *c)
 		gw_close(cl);
 		Py_END_ALLOW_THREADS
 	}
+	return 0;
 }
 
 static void client_dealloc(struct client *c)
@@ -557,7 +561,12 @@ static void client_dealloc(struct client *c)
 		PyObject_ClearWeakRefs((PyObject *)c);
 	if (c->lock) {
 		lock_client(c);
-		close_client(c);
+		if (close_client(c) < 0) {
+			/* A view still reads the channel: keep it mapped (leak the
+			 * client) rather than let the view read unmapped memory. */
+			PyErr_WriteUnraisable((PyObject *)c);
+			c->cl = NULL;
+		}
 		unlock_client(c);
 		PyThread_free_lock(c->lock);
 	}
@@ -568,9 +577,9 @@ static void client_dealloc(struct client *c)
 static PyObject *client_close(struct client *c, PyObject *unused)
 {
 	lock_client(c);
-	close_client(c);
+	int rc = close_client(c);
 	unlock_client(c);
-	if (PyErr_Occurred())
+	if (rc < 0)
 		return NULL;
 	Py_RETURN_NONE;
 }
@@ -778,9 +787,10 @@ static int recv_once(struct client *c, enum recv_mode mode, Py_buffer *into, PyO
 		struct chanview *v = PyObject_New(struct chanview, &chanview_type);
 		data = NULL;
 		if (v) {
-			v->buf = (void *)m.data;
+			v->buf = m.len ? (void *)m.data : chanview_empty;
 			v->len = (Py_ssize_t)m.len;
 			v->exports = 0;
+			v->released = false;
 			data = PyMemoryView_FromObject((PyObject *)v);
 			if (data) {
 				Py_INCREF(data);
@@ -940,10 +950,18 @@ static PyObject *client_unsubscribe(struct client *c, PyObject *o)
 static PyObject *client_subscribe(struct client *c, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "topic", "policy", NULL };
-	PyObject *topic;
-	unsigned int policy = GW_SUB_HOLD;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|I:subscribe", kwlist, &topic, &policy))
+	PyObject *topic, *policy_o = NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:subscribe", kwlist, &topic, &policy_o))
 		return NULL;
+	unsigned long policy = policy_o ? PyLong_AsUnsignedLong(policy_o) : GW_SUB_HOLD;
+	if (PyErr_Occurred() || policy > UINT_MAX) {
+		if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+			PyErr_Clear();
+			PyErr_SetString(PyExc_ValueError, "policy must be SUB_HOLD, SUB_LATEST or "
+					"sub_latest_key(n)");
+		}
+		return NULL;
+	}
 	const char *name = name_arg(topic, "topic");
 	if (!name)
 		return NULL;
@@ -951,7 +969,7 @@ static PyObject *client_subscribe(struct client *c, PyObject *args, PyObject *kw
 		return NULL;
 	int rc;
 	Py_BEGIN_ALLOW_THREADS
-	rc = gw_subscribe(c->cl, name, policy);
+	rc = gw_subscribe(c->cl, name, (unsigned)policy);
 	Py_END_ALLOW_THREADS
 	unlock_client(c);
 	if (rc < 0)
@@ -967,26 +985,24 @@ static PyObject *client_flush(struct client *c, PyObject *args, PyObject *kw)
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:flush", kwlist, &timeout) ||
 	    timeout_arg(timeout, &ms) < 0)
 		return NULL;
-	/* gw_flush waits without a slice: wait here in slices for signals. */
+	/* A look at the channel under the lock (gw_flush waits 1 ms at most),
+	 * then a wait for the gateway to take more without it, as a full
+	 * channel's send waits: other threads and the event loop go on. */
 	int64_t deadline = deadline_of(ms);
 	for (;;) {
-		int slice = WAIT_SLICE_MS, rc;
-		if (deadline >= 0) {
-			int64_t left = deadline - now_ms();
-			slice = left <= 0 ? 1 : left < slice ? (int)left : slice;
-		}
+		int rc;
 		if (lock_open(c) < 0)
 			return NULL;
-		Py_BEGIN_ALLOW_THREADS
-		rc = gw_flush(c->cl, slice);
-		Py_END_ALLOW_THREADS
+		rc = gw_flush(c->cl, 1);
 		unlock_client(c);
 		if (rc == 0)
 			Py_RETURN_NONE;
-		if (rc != -ETIMEDOUT || (deadline >= 0 && now_ms() >= deadline))
-			return raise_err(rc, NULL, 0);
-		if (PyErr_CheckSignals() < 0)
+		if (rc == -ETIMEDOUT && (deadline < 0 || now_ms() < deadline))
+			rc = wait_for(c, GW_WAIT_SEND, deadline);
+		if (rc == -1)
 			return NULL;
+		if (rc < 0)
+			return raise_err(rc, NULL, 0);
 	}
 }
 

@@ -23,11 +23,14 @@ import asyncio
 import collections
 import errno
 import logging
+from typing import Any, Awaitable, Callable, Optional, Union
 
 import gridwire
 from gridwire import Kind, WAIT_RECV, WAIT_SEND
 
 __all__ = ["Client", "connect"]
+
+Buffer = Union[bytes, bytearray, memoryview]
 
 # Messages taken per callback before the loop gets a turn.
 _PUMP_BATCH = 256
@@ -35,7 +38,7 @@ _PUMP_BATCH = 256
 log = logging.getLogger("gridwire")
 
 
-async def connect(path, *, backlog=1024):
+async def connect(path: str, *, backlog: int = 1024) -> "Client":
     """Connect to the gateway listening on path: a gridwire.aio.Client."""
     loop = asyncio.get_running_loop()
     sync = await loop.run_in_executor(None, gridwire.Client, path)
@@ -53,7 +56,7 @@ def _deadline(loop, timeout):
 class Client:
     """An asyncio client over a gridwire.Client (which it owns and closes)."""
 
-    def __init__(self, client, *, backlog=1024):
+    def __init__(self, client: gridwire.Client, *, backlog: int = 1024) -> None:
         if backlog < 1:
             raise ValueError("backlog must be >= 1")
         self._c = client
@@ -70,7 +73,7 @@ class Client:
         self._tx_fd = client.wait_fds(WAIT_SEND)[0]
         self._tx_watched = False
         self._loop.add_reader(self._rx_fd, self._pump)
-        self._loop.add_reader(self._hup_fd, self._pump)
+        self._loop.add_reader(self._hup_fd, self._on_hup)
         self._loop.call_soon(self._pump)
 
     @property
@@ -111,10 +114,38 @@ class Client:
             else:
                 self._loop.call_soon(self._pump)  # more there: let the loop breathe
         except gridwire.GatewayGone as e:
-            self._gone(e)
+            self._drain(e)
             return
         self._wake_senders()
         self._schedule()
+
+    def _drain(self, err):
+        """The gateway went away: take what it had delivered and the REJECTs
+        of what it had not settled (recv hands them out, then raises)."""
+        try:
+            while len(self._queue) < self._backlog + gridwire.CALL_KEEP:
+                m = self._c.recv(0)
+                if m is None:
+                    break
+                self._dispatch(m)
+        except gridwire.GatewayGone as e:
+            err = e
+        self._gone(err)
+
+    def _on_hup(self):
+        """The gateway went away (its descriptor stays readable). While the
+        queue is full the rest waits for recv(); what waits for room or a
+        reply is told now."""
+        if not self._paused:
+            self._pump()
+            return
+        self._loop.remove_reader(self._hup_fd)
+        err = gridwire.GatewayGone(errno.EPIPE, gridwire.strerror(errno.EPIPE))
+        for fut in list(self._calls.values()) + self._senders:
+            if not fut.done():
+                fut.set_exception(err)
+        self._calls.clear()
+        self._senders.clear()
 
     def _dispatch(self, m):
         if m.kind == Kind.REPLY:
@@ -141,7 +172,10 @@ class Client:
         calls, self._calls = self._calls, {}
         err = gridwire.Overflow(errno.EOVERFLOW, gridwire.strerror(errno.EOVERFLOW))
         for call_id, fut in calls.items():
-            self._c.call_cancel(call_id)  # no REPLY will come for it
+            try:
+                self._c.call_cancel(call_id)  # no REPLY will come for it
+            except gridwire.Error:
+                pass  # it had ended (its deadline): its REPLY is dropped as unknown
             if not fut.done():
                 fut.set_exception(err)
         self._pause()
@@ -157,18 +191,15 @@ class Client:
             self._timer = self._loop.call_later(ms / 1000.0, self._pump)
 
     def _pause(self):
-        # Both: the gateway-gone descriptor stays readable, and is seen by the
-        # pump once recv() made room.
         if not self._paused:
             self._paused = True
             self._loop.remove_reader(self._rx_fd)
-            self._loop.remove_reader(self._hup_fd)
 
     def _resume(self):
         if self._paused and len(self._queue) < self._backlog and self._error is None:
             self._paused = False
             self._loop.add_reader(self._rx_fd, self._pump)
-            self._loop.add_reader(self._hup_fd, self._pump)
+            self._loop.add_reader(self._hup_fd, self._on_hup)
             self._loop.call_soon(self._pump)
 
     def _unwatch(self):
@@ -199,7 +230,7 @@ class Client:
         if self._c.closed:
             raise ValueError("the client is closed")
 
-    async def recv(self, timeout=None):
+    async def recv(self, timeout: Optional[float] = None) -> Optional[gridwire.Message]:
         """The next Message (not a call's REPLY: call() takes those), or None when
         none comes within timeout seconds."""
         self._check()
@@ -208,7 +239,10 @@ class Client:
             self._resume()
             return m
         if self._error is not None:
-            raise self._error
+            m = self._c.recv(0)  # what is left after the gateway went, then GatewayGone
+            if m is None:
+                raise self._error
+            return m
         if timeout is not None and timeout <= 0:
             return None
         fut = self._loop.create_future()
@@ -217,6 +251,12 @@ class Client:
             return await asyncio.wait_for(fut, timeout)
         except asyncio.TimeoutError:
             return None
+        except BaseException:
+            # Cancelled after the message was handed to us: it goes back,
+            # first in line, not lost.
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                self._queue.appendleft(fut.result())
+            raise
         finally:
             if not fut.done():
                 fut.cancel()
@@ -263,30 +303,40 @@ class Client:
                     raise
             await self._room(deadline)
 
-    async def send(self, node, endpoint, data, timeout=None, *, urgent=False):
+    async def send(self, node: int, endpoint: Union[str, int], data: Buffer,
+                   timeout: Optional[float] = None, *, urgent: bool = False) -> None:
         """As gridwire.Client.send; a full channel is waited for without blocking
         the loop (up to timeout seconds, then Timeout)."""
         return await self._sending(timeout, self._c.send, node, endpoint, data,
                                    urgent=urgent)
 
-    async def cast(self, node, service, data, timeout=None, *, urgent=False):
+    async def cast(self, node: int, service: str, data: Buffer,
+                   timeout: Optional[float] = None, *, urgent: bool = False) -> None:
         return await self._sending(timeout, self._c.cast, node, service, data, urgent=urgent)
 
-    async def publish(self, topic, data, timeout=None, *, urgent=False):
+    async def publish(self, topic: str, data: Buffer, timeout: Optional[float] = None, *,
+                      urgent: bool = False) -> None:
         return await self._sending(timeout, self._c.publish, topic, data, urgent=urgent)
 
-    async def reply(self, request, data, timeout=None):
+    async def reply(self, request: gridwire.Message, data: Buffer,
+                    timeout: Optional[float] = None) -> None:
         return await self._sending(timeout, self._c.reply, request, data)
 
-    async def reply_error(self, request, reason, timeout=None):
+    async def reply_error(self, request: gridwire.Message, reason: Union[str, Buffer],
+                          timeout: Optional[float] = None) -> None:
         return await self._sending(timeout, self._c.reply_error, request, reason)
 
     # --- calls -----------------------------------------------------------
 
-    async def call(self, node, service, data, timeout=5.0, *, urgent=False):
+    async def call(self, node: int, service: str, data: Buffer, timeout: float = 5.0, *,
+                   urgent: bool = False) -> bytes:
         """Call a service: its reply's bytes, or the call's Error raised. Thousands
         may be in flight at once (up to gridwire.CALLS_MAX)."""
         self._check()
+        if self._error is not None:
+            raise self._error
+        if self._paused:  # its reply would wait behind the queue: receive first
+            raise gridwire.Overflow(errno.EOVERFLOW, gridwire.strerror(errno.EOVERFLOW))
         deadline = _deadline(self._loop, timeout)
         while True:
             try:
@@ -310,7 +360,9 @@ class Client:
             raise
         return m.result()
 
-    async def serve(self, name, handler, *, other=None):
+    async def serve(self, name: str,
+                    handler: Callable[[gridwire.Message], Union[Buffer, None, Awaitable[Any]]],
+                    *, other: Optional[Callable[[gridwire.Message], Any]] = None) -> None:
         """Offer service name and answer its requests until cancelled.
 
         handler(message) returns the reply's data (bytes-like), or an awaitable
@@ -350,25 +402,25 @@ class Client:
         self._check()
         return await self._loop.run_in_executor(None, fn, *args)
 
-    async def register(self, endpoint):
+    async def register(self, endpoint: str) -> None:
         return await self._blocking(self._c.register, endpoint)
 
-    async def unregister(self, endpoint):
+    async def unregister(self, endpoint: str) -> None:
         return await self._blocking(self._c.unregister, endpoint)
 
-    async def service(self, name):
+    async def service(self, name: str) -> None:
         return await self._blocking(self._c.service, name)
 
-    async def subscribe(self, topic, policy=gridwire.SUB_HOLD):
+    async def subscribe(self, topic: str, policy: int = gridwire.SUB_HOLD) -> None:
         return await self._blocking(self._c.subscribe, topic, policy)
 
-    async def unsubscribe(self, topic):
+    async def unsubscribe(self, topic: str) -> None:
         return await self._blocking(self._c.unsubscribe, topic)
 
-    async def flush(self, timeout=None):
+    async def flush(self, timeout: Optional[float] = None) -> None:
         return await self._blocking(self._c.flush, timeout)
 
-    def close(self):
+    def close(self) -> None:
         """Disconnect (as gridwire.Client.close); waiting calls and sends raise."""
         if self._c.closed:
             return

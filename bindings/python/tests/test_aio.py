@@ -3,6 +3,7 @@
 # the service helper, a full channel waited for without blocking the loop.
 import asyncio
 import struct
+import sys
 import threading
 import time
 
@@ -103,11 +104,11 @@ def test_full_channel_waits_without_blocking_the_loop(name):
     with gridwire.connect(SOCK_B) as b:
         b.register(name)
 
+        stop = threading.Event()
+
         def reader():
-            while True:
-                batch = b.recv_batch(512, 3)
-                if not batch:
-                    return
+            while not stop.is_set():
+                batch = b.recv_batch(512, 0.1)
                 got.extend(struct.unpack("<I", m.data[:4])[0] for m in batch)
                 time.sleep(0.002)
 
@@ -131,20 +132,38 @@ def test_full_channel_waits_without_blocking_the_loop(name):
                     struct.pack_into("<I", data, 0, i)
                     await a.send(NODE_B, name, data)
                 await a.flush(30)
-                rejected = set()
-                deadline = time.monotonic() + 30
-                while len(got) + len(rejected) < n and time.monotonic() < deadline:
-                    m = await a.recv(0.1)
-                    if m is not None and m.kind is gridwire.Kind.REJECT:
+                # Every send settles: delivered, or told back (a REJECT each,
+                # or a LOST count when a's own channel had no room for them).
+                rejected, lost = set(), 0
+                give_up = time.monotonic() + 60
+                while True:
+                    m = await a.recv(0.2)
+                    if m is None and not a.client.unconfirmed:
+                        # All settled: their REJECTs are in the channel, if
+                        # not taken yet by the loop's reader.
+                        m = a.client.recv(0)
+                        if m is None:
+                            break
+                    if m is None:
+                        assert time.monotonic() < give_up, "sends never settled"
+                        continue
+                    if m.kind is gridwire.Kind.REJECT:
                         rejected.add(m.msg_id)
+                    elif m.kind is gridwire.Kind.LOST:
+                        lost += int.from_bytes(m.data, sys.byteorder)
             done = True
             await tick
-            return ticks, rejected
+            return ticks, rejected, lost
 
-        ticks, rejected = run(main())
+        ticks, rejected, lost = run(main())
+        deadline = time.monotonic() + 60  # the reader takes what was delivered
+        while len(got) + len(rejected) + lost < n and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stop.set()
         t.join()
     # Each arrived in order, or came back to its sender (a reader starved for
     # dest_block_ms on a loaded machine is refused, and the sender told).
     assert got == sorted(got) and len(set(got)) == len(got)
-    assert set(got) | rejected == set(range(n)), "messages neither delivered nor rejected"
-    assert len(got) > n // 2 and ticks > 0
+    missing = set(range(n)) - set(got) - rejected
+    assert len(missing) <= lost, f"{len(missing)} messages neither delivered nor told back"
+    assert got and ticks > 0

@@ -126,6 +126,33 @@ def test_zero_copy_view(a, b, name):
         bytes(m2.data)
 
 
+def test_zero_copy_of_messages_without_data(a, b, name):
+    """REJECTs and a call's own failure carry no data: as views, too."""
+    a.send(NODE_B, name, b"nobody home")
+    m = a.recv(5, copy=False)
+    assert m.kind is Kind.REJECT and m.error == -errno.ENOENT and bytes(m.data) == b""
+    b.service(name)  # offered, never answered
+    a.call_start(NODE_B, name, b"x", timeout=0.2)
+    m = a.recv(5, copy=False)
+    assert m.kind is Kind.REPLY and m.error == -errno.ETIMEDOUT and len(m.data) == 0
+    with pytest.raises(gridwire.Timeout):
+        m.result()
+    a.close()  # no view alive: it closes
+
+
+def test_close_refuses_while_a_view_lives(a, b, name):
+    b.register(name)
+    a.send(NODE_B, name, b"held")
+    m = b.recv(5, copy=False)
+    held = m.data[1:]
+    with pytest.raises(BufferError):
+        b.close()
+    assert not b.closed and bytes(held) == b"eld"
+    held.release()
+    b.close()
+    assert b.closed
+
+
 def test_recv_into(a, b, name):
     b.register(name)
     with pytest.raises(ValueError):

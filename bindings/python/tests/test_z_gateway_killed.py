@@ -54,13 +54,15 @@ def test_gateway_killed_under_a_sender(name):
     assert isinstance(outcome[0], gridwire.GatewayGone), outcome
     assert outcome[0].errno == errno.EPIPE and isinstance(outcome[0], BrokenPipeError)
     # What the gateway had taken and not settled comes back, then GatewayGone.
-    rejected = set()
+    rejected, lost = set(), 0
     with pytest.raises(gridwire.GatewayGone):
         while True:
             m = a.recv(10)
             assert m is not None, "recv waits for ever on a dead gateway"
             if m.kind is Kind.REJECT:
                 rejected.add(m.msg_id)
+            elif m.kind is Kind.LOST:
+                lost += int.from_bytes(m.data, "little")
     for call in (lambda: a.send(NODE_B, name, b"x"), a.nodes, lambda: a.flush(1),
                  lambda: a.call(NODE_B, name, b"x")):
         with pytest.raises(gridwire.GatewayGone):
@@ -90,6 +92,6 @@ def test_gateway_killed_under_a_sender(name):
     assert got[-1] == 1 << 31, "nothing arrived after reconnecting"
     before = got[:-1]
     assert before == sorted(before) and len(set(before)) == len(before), "order broken"
-    lost = set(range(sent)) - set(before) - rejected
-    assert not lost, f"{len(lost)} messages neither delivered nor rejected, e.g. {min(lost)}"
+    missing = set(range(sent)) - set(before) - rejected
+    assert len(missing) <= lost, f"{len(missing)} messages neither delivered nor told back"
     print(f"sent {sent}: {len(before)} delivered, {len(rejected)} rejected (EPIPE)")
