@@ -157,3 +157,12 @@ def test_calls_from_threads(svc):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_busy(a, b, name):
+    b.service(name)  # offered, never answered
+    ids = [a.call_start(NODE_B, name, b"", timeout=30) for _ in range(gridwire.CALLS_MAX)]
+    with pytest.raises(gridwire.Busy):
+        a.call_start(NODE_B, name, b"", timeout=30)
+    for i in ids:
+        a.call_cancel(i)

@@ -45,6 +45,20 @@ def test_gateway_killed_under_a_sender(name):
         except Exception as e:  # noqa: BLE001 (the test looks at it)
             outcome.append(e)
 
+    # A call from beta to a service on alpha, in flight when alpha dies.
+    svc = gridwire.connect(SOCK_A)
+    svc.service(name + "-svc")  # never answers
+    call_outcome = []
+
+    def caller():
+        with gridwire.connect(SOCK_B) as c:
+            try:
+                c.call(NODE_A, name + "-svc", b"", timeout=30)
+            except gridwire.Error as e:
+                call_outcome.append(e)
+
+    ct = threading.Thread(target=caller)
+    ct.start()
     st = threading.Thread(target=sender)
     st.start()
     time.sleep(0.5)
@@ -52,6 +66,9 @@ def test_gateway_killed_under_a_sender(name):
     st.join(30)
     assert not st.is_alive(), "the sender hangs with its gateway gone"
     assert isinstance(outcome[0], gridwire.GatewayGone), outcome
+    ct.join(30)
+    assert not ct.is_alive() and isinstance(call_outcome[0], gridwire.HostDown), call_outcome
+    svc.close()
     assert outcome[0].errno == errno.EPIPE and isinstance(outcome[0], BrokenPipeError)
     # What the gateway had taken and not settled comes back, then GatewayGone.
     rejected, lost = set(), 0
