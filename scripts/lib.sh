@@ -220,6 +220,22 @@ gw_gateways_up() {
     gw_die "the gateways did not find each other in 30 s"
 }
 
+# gw_restart_alpha WORK: kill alpha's gateway (pid in WORK/alpha.pid,
+# rewritten), start it again past beta's peer timeout, and wait until it
+# sees beta again: the binding suites' gateway-killed case calls it back.
+gw_restart_alpha() {
+    local work=$1 ups
+    ups=$(grep -c "peer 2 (beta) is up" "$work/alpha.log")
+    kill -9 "$(cat "$work/alpha.pid")"
+    sleep 1.5 # past peer_timeout_ms: beta declares alpha down
+    gw_gateway_start "$work" 0 >"$work/alpha.pid"
+    for _ in $(seq 300); do
+        (($(grep -c "peer 2 (beta) is up" "$work/alpha.log") > ups)) && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 # gw_gateways_down: SIGINT (flush, report, write counters), wait for exit.
 gw_gateways_down() {
     kill -INT "$GW_PID_A" "$GW_PID_B" 2>/dev/null || true

@@ -13,18 +13,10 @@ ROOT=$(gw_root)
 
 # Called back by the suite (GW_RESTART_A): kill alpha's gateway, start it again.
 if [[ ${1:-} == restart-alpha ]]; then
-    work=$2
-    ups=$(grep -c "peer 2 (beta) is up" "$work/alpha.log")
     # Its counters up to here (the restart starts them again), for a failure's story.
-    "$ROOT/build/app/gwctl" -n alpha raw /gridwire/stats >"$work/alpha-before-restart.json" 2>&1 || true
-    kill -9 "$(cat "$work/alpha.pid")"
-    sleep 1.5 # past peer_timeout_ms: beta declares alpha down
-    gw_gateway_start "$work" 0 >"$work/alpha.pid"
-    for _ in $(seq 300); do
-        (($(grep -c "peer 2 (beta) is up" "$work/alpha.log") > ups)) && exit 0
-        sleep 0.1
-    done
-    exit 1
+    "$ROOT/build/app/gwctl" -n alpha raw /gridwire/stats >"$2/alpha-before-restart.json" 2>&1 || true
+    gw_restart_alpha "$2"
+    exit
 fi
 
 EBIN=$ROOT/build/bindings/erlang

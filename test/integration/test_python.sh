@@ -14,16 +14,8 @@ ROOT=$(gw_root)
 
 # Called back by the suite (GW_RESTART_A): kill alpha's gateway, start it again.
 if [[ ${1:-} == restart-alpha ]]; then
-    work=$2
-    ups=$(grep -c "peer 2 (beta) is up" "$work/alpha.log")
-    kill -9 "$(cat "$work/alpha.pid")"
-    sleep 1.5 # past peer_timeout_ms: beta declares alpha down
-    gw_gateway_start "$work" 0 >"$work/alpha.pid"
-    for _ in $(seq 300); do
-        (($(grep -c "peer 2 (beta) is up" "$work/alpha.log") > ups)) && exit 0
-        sleep 0.1
-    done
-    exit 1
+    gw_restart_alpha "$2"
+    exit
 fi
 
 PYDIR=$ROOT/build/bindings/python

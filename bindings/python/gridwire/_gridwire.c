@@ -751,24 +751,16 @@ static PyObject *client_publish(struct client *c, PyObject *args, PyObject *kw)
 enum recv_mode { RX_COPY, RX_VIEW, RX_INTO };
 
 /*
- * One message under the lock (timeout 0): 1 and *out, 0 when there is
+ * One message, the lock held (timeout 0): 1 and *out, 0 when there is
  * none, or -1 with an error set. into: recv_into's buffer.
  */
-static int recv_once(struct client *c, enum recv_mode mode, Py_buffer *into, PyObject **out)
+static int recv_locked(struct client *c, enum recv_mode mode, Py_buffer *into, PyObject **out)
 {
 	struct gw_msg m;
-	lock_client(c);
-	if (open_client(c) < 0 || drop_view(c) < 0) {
-		unlock_client(c);
-		return -1;
-	}
 	int rc = gw_recv(c->cl, &m, 0);
-	if (rc == -EAGAIN) {
-		unlock_client(c);
+	if (rc == -EAGAIN)
 		return 0;
-	}
 	if (rc < 0) {
-		unlock_client(c);
 		raise_err(rc, NULL, 0);
 		return -1;
 	}
@@ -801,9 +793,18 @@ static int recv_once(struct client *c, enum recv_mode mode, Py_buffer *into, PyO
 			}
 		}
 	}
-	unlock_client(c);
 	*out = message_new(&m, data);
 	return *out ? 1 : -1;
+}
+
+/* recv_locked, taking the client's lock (and the last view back) for it. */
+static int recv_once(struct client *c, enum recv_mode mode, Py_buffer *into, PyObject **out)
+{
+	if (lock_open(c) < 0)
+		return -1;
+	int rc = drop_view(c) < 0 ? -1 : recv_locked(c, mode, into, out);
+	unlock_client(c);
+	return rc;
 }
 
 /* Receive one message, waiting as the timeout allows: it, None, or NULL. */
@@ -882,18 +883,24 @@ static PyObject *client_recv_batch(struct client *c, PyObject *args, PyObject *k
 	PyObject *list = PyList_New(0);
 	if (!list)
 		return NULL;
-	/* Wait for the first; take the rest that are there already. */
+	/* Wait for the first; take the rest that are there already, under one
+	 * lock (the first took the last view back). */
 	PyObject *m = do_recv(c, RX_COPY, NULL, ms);
-	while (m && m != Py_None) {
+	if (m == Py_None) {
+		Py_DECREF(m);
+	} else if (m) {
 		int rc = PyList_Append(list, m);
 		Py_DECREF(m);
-		if (rc < 0 || PyList_GET_SIZE(list) == n)
-			break;
-		if (recv_once(c, RX_COPY, NULL, &m) <= 0)
-			break;
+		if (rc == 0 && n > 1 && lock_open(c) == 0) {
+			while (PyList_GET_SIZE(list) < n && recv_locked(c, RX_COPY, NULL, &m) > 0) {
+				rc = PyList_Append(list, m);
+				Py_DECREF(m);
+				if (rc < 0)
+					break;
+			}
+			unlock_client(c);
+		}
 	}
-	if (m == Py_None)
-		Py_DECREF(m);
 	if (PyErr_Occurred()) {
 		if (PyList_GET_SIZE(list) == 0) {
 			Py_DECREF(list);

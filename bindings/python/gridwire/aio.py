@@ -140,12 +140,7 @@ class Client:
             self._pump()
             return
         self._loop.remove_reader(self._hup_fd)
-        err = gridwire.GatewayGone(errno.EPIPE, gridwire.strerror(errno.EPIPE))
-        for fut in list(self._calls.values()) + self._senders:
-            if not fut.done():
-                fut.set_exception(err)
-        self._calls.clear()
-        self._senders.clear()
+        self._fail_waiters(gridwire.GatewayGone(errno.EPIPE, gridwire.strerror(errno.EPIPE)))
 
     def _dispatch(self, m):
         if m.kind == Kind.REPLY:
@@ -216,15 +211,23 @@ class Client:
         """The gateway went away: what it had delivered is queued; fail the rest."""
         self._error = err
         self._unwatch()
-        for fut in list(self._calls.values()) + self._senders:
-            if not fut.done():
-                fut.set_exception(err)
-        self._calls.clear()
-        self._senders.clear()
+        self._fail_waiters(err)
         while self._receivers and not self._queue:
             fut = self._receivers.popleft()
             if not fut.done():
                 fut.set_exception(err)
+
+    def _fail_waiters(self, err, *more):
+        """Calls and sends that wait (and more: receivers) end with err."""
+        futs = list(self._calls.values()) + self._senders
+        for group in more:
+            futs += group
+            group.clear()
+        for fut in futs:
+            if not fut.done():
+                fut.set_exception(err)
+        self._calls.clear()
+        self._senders.clear()
 
     def _check(self):
         if self._c.closed:
@@ -426,13 +429,7 @@ class Client:
             return
         if self._error is None:
             self._unwatch()
-        err = ValueError("the client is closed")
-        for fut in list(self._calls.values()) + self._senders + list(self._receivers):
-            if not fut.done():
-                fut.set_exception(err)
-        self._calls.clear()
-        self._senders.clear()
-        self._receivers.clear()
+        self._fail_waiters(ValueError("the client is closed"), self._receivers)
         self._c.close()
 
     async def __aenter__(self):
