@@ -11,25 +11,27 @@
 # priority queue buys the urgent messages): goodput as a share of the shaped capacity,
 # retransmitted frames per delivered DATA frame, the switch's drops
 # (tc -s), the receivers' gaps, the latency of both classes. Then the same
-# bytes as N kernel TCP flows (64 KB writes, cubic) through one shaped port,
+# bytes as N kernel TCP flows (64 KB writes, TCP_CC: cubic, Debian's
+# default, whatever the machine's sysctl says) through one shaped port,
 # with the segments they sent again (nstat) and the port's drops. Last,
 # sharing: one gridwire stream beside one kernel TCP flow through one FIFO
 # port for SHARE_S seconds, under each [cc] control: each one's share of
 # the port and Jain's fairness index of the two (1 = even, 0.5 = one takes
-# all). Ends with results/bench-incast-<time>/{incast.json,report.txt,incast.png}.
+# all), and what a kernel TCP flow (cubic) gets in gridwire's place.
+# Ends with results/bench-incast-<time>/{incast.json,report.txt,incast.png}.
 #
 #   scripts/bench_incast.sh [--senders "2 4 8 15"] [--msgs M] [--size S]
 #                           [--rate 400mbit] [--queue 256kb] [--modes "delay off"]
 #                           (a mode delay@US: [cc] target_us US too)
 #                           [--urgent-rate R] [--fifo-at N] [--no-tcp]
-#                           [--share-s S] (0: no sharing runs)
+#                           [--share-s S] (0: no sharing runs) [--tcp-cc cubic]
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT=$(gw_root)
 BIN=$ROOT/build/app
 senders="2 4 8 15" msgs=200000 size=225 rate=400mbit queue=256kb modes="delay off"
-urgent_rate=1000 tcp=1 fifo_at=8 share_s=8
+urgent_rate=1000 tcp=1 fifo_at=8 share_s=8 tcp_cc=cubic
 while (($#)); do
     case $1 in
     --senders) senders=$2; shift 2 ;;
@@ -42,6 +44,7 @@ while (($#)); do
     --no-tcp) tcp=0; shift ;;
     --fifo-at) fifo_at=$2; shift 2 ;;
     --share-s) share_s=$2; shift 2 ;;
+    --tcp-cc) tcp_cc=$2; shift 2 ;;
     *) gw_die "bench_incast.sh: unknown option $1 (see the header of scripts/bench_incast.sh)" ;;
     esac
 done
@@ -146,7 +149,7 @@ tcp_flows() {
     local rx=$!
     for _ in $(seq 50); do ip netns exec gwm1 ss -ltn | grep -q ':47100 ' && break; sleep 0.1; done
     for ((k = 2; k <= n + 1; k++)); do
-        ip netns exec "gwm$k" python3 "$ROOT/scripts/tcp_flows.py" send 10.78.0.1 47100 "$bytes" \
+        ip netns exec "gwm$k" python3 "$ROOT/scripts/tcp_flows.py" send 10.78.0.1 47100 "$bytes" "$tcp_cc" \
             >"$work/tcp-tx$k.json" &
         pids+=($!)
     done
@@ -163,7 +166,7 @@ tx = [json.load(open(f"{work}/tcp-tx{k}.json")) for k in range(2, n + 2)]
 segs = sum(t["segs_out"] for t in tx)
 retrans = sum(t["retrans_segs"] for t in tx)
 print(json.dumps({
-    "transport": "tcp", "cc": "cubic", "senders": n, "port": "fifo", "verified": rx["bytes"] == sum(t["bytes"] for t in tx),
+    "transport": "tcp", "cc": tx[0]["cc"], "senders": n, "port": "fifo", "verified": rx["bytes"] == sum(t["bytes"] for t in tx),
     "elapsed_s": rx["elapsed_s"], "goodput": round(rx["bytes"] * 8 / rx["elapsed_s"] / rate, 3),
     "segments_sent": segs, "retrans": retrans, "retrans_per_frame": round(retrans / max(1, segs), 4),
     "switch_drops": dropped, "drops_per_frame": round(dropped / max(1, segs), 4),
@@ -190,7 +193,7 @@ share() {
     local shrx=$!
     gw_cleanup_push _gw_stop_pid "$shrx"
     gw_wait_ready "$work/share-rx.err" "rx ready" "$shrx" "the shared port's receiver"
-    ip netns exec gwm3 python3 "$ROOT/scripts/tcp_flows.py" send 10.78.0.1 47100 "for:$share_s" \
+    ip netns exec gwm3 python3 "$ROOT/scripts/tcp_flows.py" send 10.78.0.1 47100 "for:$share_s" "$tcp_cc" \
         >"$work/share-tcp-tx.json" &
     local tcptx=$!
     # Node 2's lanes to node 1, 4 times a second (window, grant, round
@@ -232,15 +235,48 @@ import json, sys
 work, mode, rate, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 rx = json.load(open(f"{work}/share-rx.json"))
 tcp = json.load(open(f"{work}/share-tcp-rx.json"))
+tcp_cc = json.load(open(f"{work}/share-tcp-tx.json"))["cc"]
 gw = rx["delivered"] * (size + 16) * 8 / max(rx["elapsed_s"], 1e-9) / rate  # 16: a record's header
 tc = tcp["bytes"] * 8 / max(tcp["elapsed_s"], 1e-9) / rate
 snd, sink = json.load(open(f"{work}/n2.json")), json.load(open(f"{work}/n1.json"))
-print(json.dumps({"cc": mode, "verified": not rx["duplicates"] and not rx["order_violations"],
+print(json.dumps({"cc": mode, "tcp_cc": tcp_cc, "verified": not rx["duplicates"] and not rx["order_violations"],
                   "gridwire_share": round(gw, 3), "tcp_share": round(tc, 3),
                   "jain": round((gw + tc) ** 2 / (2 * (gw * gw + tc * tc)) if gw + tc else 0, 3),
                   "retrans": snd["retrans"], "cc_cuts_delay": snd.get("cc_cuts_delay", 0),
                   "cc_cuts_loss": snd.get("cc_cuts_loss", 0), "rx_gaps": sink.get("rx_gaps", 0),
                   "budget_cuts": sink.get("cc_budget_cuts", 0)}))
+PY
+}
+
+# share_tcp: the baseline of the sharing runs, what a kernel TCP flow (cubic)
+# gets in gridwire's place beside the same TCP flow ($tcp_cc).
+share_tcp() {
+    gw_log "incast: one kernel TCP flow (cubic) beside one TCP flow ($tcp_cc), one FIFO port, $share_s s"
+    "$ROOT/scripts/mesh.sh" up 3 >/dev/null
+    gw_cleanup_push "$ROOT/scripts/mesh.sh" down
+    local k pids=()
+    for k in 1 2 3; do ip -n "gwm$k" addr add "10.78.0.$k/24" dev mesh0; done
+    shape fifo
+    ip netns exec gwm1 python3 "$ROOT/scripts/tcp_flows.py" sink 47100 2 per-peer >"$work/share2-rx.json" &
+    local rx=$!
+    for _ in $(seq 50); do ip netns exec gwm1 ss -ltn | grep -q ':47100 ' && break; sleep 0.1; done
+    ip netns exec gwm2 python3 "$ROOT/scripts/tcp_flows.py" send 10.78.0.1 47100 "for:$share_s" cubic \
+        >"$work/share2-tx2.json" &
+    pids+=($!)
+    ip netns exec gwm3 python3 "$ROOT/scripts/tcp_flows.py" send 10.78.0.1 47100 "for:$share_s" "$tcp_cc" \
+        >"$work/share2-tx3.json" &
+    pids+=($!)
+    for k in "${pids[@]}" "$rx"; do wait "$k" || gw_die "incast: a sharing TCP flow failed"; done
+    "$ROOT/scripts/mesh.sh" down >/dev/null 2>&1 || true
+    python3 - "$work" "$rate_bps" "$tcp_cc" >"$out/share-tcp.json" <<'PY'
+import json, sys
+work, rate, tcp_cc = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rx = json.load(open(f"{work}/share2-rx.json"))
+a, b = (rx["per_peer"].get(f"10.78.0.{k}", {"bytes": 0, "elapsed_s": 1}) for k in (2, 3))
+mine, other = (x["bytes"] * 8 / max(x["elapsed_s"], 1e-9) / rate for x in (a, b))
+print(json.dumps({"cc": "tcp cubic", "tcp_cc": tcp_cc, "verified": True,
+                  "gridwire_share": round(mine, 3), "tcp_share": round(other, 3),
+                  "jain": round((mine + other) ** 2 / (2 * (mine * mine + other * other)) if mine + other else 0, 3)}))
 PY
 }
 
@@ -251,6 +287,7 @@ for n in $senders; do
 done
 if ((share_s > 0)); then
     for mode in $modes; do share "$mode"; done
+    share_tcp
 fi
 python3 "$ROOT/scripts/bench_incast_report.py" "$out" "$rate" "$queue"
 gw_log "incast bench: results in $out"

@@ -21,17 +21,19 @@ cols = [("senders", "N"), ("transport", "transport"), ("cc", "cc"), ("port", "po
         ("drops_per_frame", "drops/frame"), ("bulk_p50_us", "bulk p50 us"), ("bulk_p99_us", "bulk p99 us"),
         ("urgent_p50_us", "urgent p50 us"), ("urgent_p99_us", "urgent p99 us")]
 rows = [[str(r.get(k, "-")) for k, _ in cols] for r in runs]
-w = [max(len(h), *(len(x[i]) for x in rows)) for i, (_, h) in enumerate(cols)]
-lines = [f"incast into one node through switch ports of {rate} with a {queue} queue "
-         "(gridwire: both ports; TCP: one)",
-         "  ".join(h.rjust(w[i]) for i, (_, h) in enumerate(cols))]
-lines += ["  ".join(x[i].rjust(w[i]) for i in range(len(cols))) for x in rows]
+w = [max([len(h)] + [len(x[i]) for x in rows]) for i, (_, h) in enumerate(cols)]
+lines = []
+if rows:  # none when the run was only the sharing one (--senders "")
+    lines += [f"incast into one node through switch ports of {rate} with a {queue} queue "
+              "(gridwire: both ports; TCP: one)",
+              "  ".join(h.rjust(w[i]) for i, (_, h) in enumerate(cols))]
+    lines += ["  ".join(x[i].rjust(w[i]) for i in range(len(cols))) for x in rows]
 if shares:
-    lines += ["", "one gridwire stream beside one kernel TCP flow through one FIFO port "
+    lines += [""] * bool(lines) + ["one gridwire stream beside one kernel TCP flow through one FIFO port "
               "(shares of the port; Jain's index of the two, 1 = even)",
-              "cc          ok  gridwire  TCP   Jain"]
-    lines += [f"{s['cc']:<10} {str(s['verified']):>3}  {s['gridwire_share']:>8}  {s['tcp_share']:>4}  {s['jain']:>5}"
-              for s in shares]
+              "cc          ok  gridwire  TCP (its cc)    Jain"]
+    lines += [f"{s['cc']:<10} {str(s['verified']):>3}  {s['gridwire_share']:>8}  "
+              f"{s['tcp_share']:>5} ({s.get('tcp_cc', '?'):<5})  {s['jain']:>5}" for s in shares]
 open(f"{out}/report.txt", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 
@@ -58,6 +60,7 @@ set ylabel 'frames sent again per frame'; set autoscale y; set logscale y
 plot {plots.format(c=3).replace("u 1:3", "u 1:($3+1e-4)")}
 unset multiplot
 """
-subprocess.run(["gnuplot"], input=script, text=True, check=False)
+if series:
+    subprocess.run(["gnuplot"], input=script, text=True, check=False)
 if os.path.exists(f"{out}/incast.png"):
     print(f"plot: {out}/incast.png")
