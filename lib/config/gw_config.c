@@ -768,7 +768,7 @@ void gw_config_defaults(struct gw_config *cfg)
 	cfg->batch_max = 0;
 	cfg->hello_ms = 100;
 	cfg->peer_timeout_ms = 1000;
-	cfg->cc_control = GW_CONFIG_CC_OFF;
+	cfg->cc_control = GW_CONFIG_CC_DELAY;
 	cfg->cc_target_us = 500;
 	cfg->dscp_urgent = 46; /* EF */
 	cfg->dscp_bulk = 0;
