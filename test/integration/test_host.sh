@@ -122,7 +122,8 @@ run_start() {
     shift
     in_b "rm -f /gw/$name.*; setsid gw-perf rx -s /run/gridwire/host-b.sock -e sink --expect $total \
         --writers-max $((procs * writers)) -m $msgs --ledger /gw/$name.received --idle-timeout 60 $* \
-        >/gw/$name.rx.json 2>/gw/$name.rx.err </dev/null & sleep 2; grep -q 'rx ready' /gw/$name.rx.err" ||
+        >/gw/$name.rx.json 2>/gw/$name.rx.err </dev/null &
+        for i in \$(seq 100); do grep -q 'rx ready' /gw/$name.rx.err && exit 0; sleep 0.1; done; exit 1" ||
         bad "$name: the receiver did not start"
     in_a "rm -f /gw/$name.*; for p in \$(seq 0 $((procs - 1))); do
         setsid build/app/gw-perf tx -s /run/gridwire/host-a.sock -n 2 -e sink -w $writers -m $msgs \
@@ -199,7 +200,9 @@ out=$(in_b "dpdk-proc-info --file-prefix=gw-host-b -a 0000:00:04.0 -a 0000:00:05
     grep -q "NIC statistics for port 1" <<<"$out" &&
     ok "dpdk-proc-info attaches to gridwired@host-b: $(grep -m1 -o 'RX-packets: *[0-9]*' <<<"$out") on member 0" ||
     bad "dpdk-proc-info: $(tail -3 <<<"$out")"
-in_a "sleep 5; pkill -INT dpdk-dumpcap; sleep 2" || true
+# It stops by itself at 40 frames (-c 40); the rest of its time is 7 s.
+in_a "for i in \$(seq 70); do pgrep -x dpdk-dumpcap >/dev/null || exit 0; sleep 0.1; done
+    pkill -INT -x dpdk-dumpcap; sleep 2" || true
 n=$(tshark -r "$STATE/A/share/a.pcapng" -Y "udp.dstport == 47000 && frame.len > 1000" 2>/dev/null | wc -l) || n=0
 ((n > 0)) && ok "dpdk-dumpcap attaches to A's gateway: $n DATA frames captured" ||
     bad "dpdk-dumpcap captured no gridwire frame: $(cat "$STATE/A/share/dumpcap.log" 2>/dev/null | tail -3)"
