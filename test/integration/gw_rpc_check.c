@@ -125,17 +125,18 @@ static void check_nodes(struct gw_client *cl, const struct roles *r)
 	for (int i = 0; i < n && i < 64; i++) {
 		up += nodes[i].up;
 		batching += nodes[i].up &&
-			    nodes[i].caps == (GW_NODE_BATCHING | GW_NODE_URGENT | GW_NODE_TOPICS);
+			    nodes[i].caps == (GW_NODE_BATCHING | GW_NODE_URGENT | GW_NODE_GRANT |
+					      GW_NODE_TOPICS);
 		self += nodes[i].self && nodes[i].id == gw_local_node(cl);
 		absent_seen |= nodes[i].id == r->absent && nodes[i].up;
 	}
 	/* Every ok node and the failing one are up gateways (self included). */
 	check(n >= (int)r->nok + 1 && up >= r->nok + 1 && self == 1 && !absent_seen, "nodes",
 	      "%d nodes, %u up, self %u, absent node seen up %d", n, up, self, absent_seen);
-	/* The mesh batches, takes urgent lanes and topics, and does not
-	 * authenticate nor grant: what each hello says. */
+	/* The mesh batches, takes urgent lanes and topics, grants ([cc]
+	 * control's default) and does not authenticate: what each hello says. */
 	check(batching == up, "node capabilities",
-	      "%u of %u up nodes say batching, urgent and topics only",
+	      "%u of %u up nodes say batching, urgent, grants and topics only",
 	      batching, up);
 }
 

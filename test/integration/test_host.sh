@@ -67,6 +67,16 @@ gw_log "booting A, and B with systemd"
 mkdir -p "$STATE/B/share/debs"
 cp "$work"/src/gridwired_*_amd64.deb "$work"/src/libgridwire0_*_amd64.deb "$STATE/B/share/debs/"
 
+# B installs the packages (the longest step before the runs, dpkg over 9p
+# under emulation) while A is checked: each guest has vCPUs of its own.
+# man-db's trigger would rebuild every manual page's index over 9p (minutes
+# under emulation): off, in this guest's overlay only.
+in_b "rm -f /var/lib/man-db/auto-update
+    dpkg -i /gw/debs/*.deb >/gw/dpkg.log 2>&1 || { tail -5 /gw/dpkg.log; exit 1; }
+    cp config/host-b.ini /etc/gridwire/host-b.ini
+    gridwire-setup -c /etc/gridwire/host-b.ini && systemctl start gridwired@host-b" >"$work/b-install.out" 2>&1 &
+b_install=$!
+
 # --- bad input before anything is bound -----------------------------------
 mk_ini() { # NAME MEMBERS: a copy of host-a.ini with other members, in A's share
     sed "s|^members = .*|members = $2|" "$ROOT/config/host-a.ini" >"$STATE/A/share/$1.ini"
@@ -89,13 +99,8 @@ expect2 "gridwired, a member bound to the kernel's driver" \
 out=$(in_a "app/gridwire-setup/gridwire-setup -c config/host-a.ini" 2>&1) &&
     grep -q "^do .*0000:00:04.0: bind to vfio-pci" <<<"$out" && grep -q "^do .*0000:00:05.0: bind" <<<"$out" &&
     ok "gridwire-setup on A: both NICs bound to vfio-pci" || bad "gridwire-setup on A: $out"
-# man-db's trigger would rebuild every manual page's index over 9p (minutes
-# under emulation): off, in this guest's overlay only.
-out=$(in_b "rm -f /var/lib/man-db/auto-update
-    dpkg -i /gw/debs/*.deb >/gw/dpkg.log 2>&1 || { tail -5 /gw/dpkg.log; exit 1; }
-    cp config/host-b.ini /etc/gridwire/host-b.ini
-    gridwire-setup -c /etc/gridwire/host-b.ini && systemctl start gridwired@host-b" 2>&1) &&
-    ok "B: packages installed, gridwire-setup, systemctl start gridwired@host-b" || bad "B: $out"
+wait "$b_install" && ok "B: packages installed, gridwire-setup, systemctl start gridwired@host-b" ||
+    bad "B: $(cat "$work/b-install.out")"
 in_a "setsid build/app/gridwired -c config/host-a.ini --stats-file /gw/a.json >/gw/a.log 2>&1 </dev/null &"
 wait_log() { # WHAT HOST COMMAND-PRINTING-THE-LOG PATTERN [COUNT]: until the log has it COUNT times
     local n
