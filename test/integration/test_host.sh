@@ -78,6 +78,7 @@ in_b "rm -f /var/lib/man-db/auto-update
 b_install=$!
 
 # --- bad input before anything is bound -----------------------------------
+gw_log "A: bad input, then gridwire-setup (B installs meanwhile)"
 mk_ini() { # NAME MEMBERS: a copy of host-a.ini with other members, in A's share
     sed "s|^members = .*|members = $2|" "$ROOT/config/host-a.ini" >"$STATE/A/share/$1.ini"
 }
@@ -99,8 +100,10 @@ expect2 "gridwired, a member bound to the kernel's driver" \
 out=$(in_a "app/gridwire-setup/gridwire-setup -c config/host-a.ini" 2>&1) &&
     grep -q "^do .*0000:00:04.0: bind to vfio-pci" <<<"$out" && grep -q "^do .*0000:00:05.0: bind" <<<"$out" &&
     ok "gridwire-setup on A: both NICs bound to vfio-pci" || bad "gridwire-setup on A: $out"
+gw_log "A set up: until B has installed its packages"
 wait "$b_install" && ok "B: packages installed, gridwire-setup, systemctl start gridwired@host-b" ||
     bad "B: $(cat "$work/b-install.out")"
+gw_log "A's gateway started: until the bonds see each other"
 in_a "setsid build/app/gridwired -c config/host-a.ini --stats-file /gw/a.json >/gw/a.log 2>&1 </dev/null &"
 wait_log() { # WHAT HOST COMMAND-PRINTING-THE-LOG PATTERN [COUNT]: until the log has it COUNT times
     local n
