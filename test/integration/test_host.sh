@@ -103,7 +103,7 @@ out=$(in_a "app/gridwire-setup/gridwire-setup -c config/host-a.ini" 2>&1) &&
 gw_log "A set up: until B has installed its packages"
 wait "$b_install" && ok "B: packages installed, gridwire-setup, systemctl start gridwired@host-b" ||
     bad "B: $(cat "$work/b-install.out")"
-gw_log "A's gateway started: until the bonds see each other"
+gw_log "starting A's gateway: until the bonds see each other"
 in_a "setsid build/app/gridwired -c config/host-a.ini --stats-file /gw/a.json >/gw/a.log 2>&1 </dev/null &"
 wait_log() { # WHAT HOST COMMAND-PRINTING-THE-LOG PATTERN [COUNT]: until the log has it COUNT times
     local n
