@@ -11,8 +11,8 @@
 # priority queue buys the urgent messages): goodput as a share of the shaped capacity,
 # retransmitted frames per delivered DATA frame, the switch's drops
 # (tc -s), the receivers' gaps, the latency of both classes. Then the same
-# bytes as N kernel TCP flows (64 KB writes, TCP_CC: cubic, Debian's
-# default, whatever the machine's sysctl says) through one shaped port,
+# bytes as N kernel TCP flows (64 KB writes; --tcp-cc, cubic by default,
+# Debian's, whatever the machine's sysctl says) through one shaped port,
 # with the segments they sent again (nstat) and the port's drops. Last,
 # sharing: one gridwire stream beside one kernel TCP flow through one FIFO
 # port for SHARE_S seconds, under each [cc] control: each one's share of
