@@ -134,20 +134,26 @@ print(json.dumps({
 PY
 }
 
-# tcp N: the same bytes as N kernel TCP flows into node 1 through n1m0.
-tcp_flows() {
-    local n=$1 k pids=() bytes=$((msgs * (size + 16)))
-    gw_log "incast: kernel TCP, $n flows x $bytes bytes"
-    "$ROOT/scripts/mesh.sh" up $((n + 1)) >/dev/null
+# tcp_mesh N: N namespaces, no gateways, each an address on mesh0 (mesh1
+# down): kernel TCP into node 1 through the FIFO port n1m0.
+tcp_mesh() {
+    local k
+    "$ROOT/scripts/mesh.sh" up "$1" >/dev/null
     gw_cleanup_push "$ROOT/scripts/mesh.sh" down
-    for ((k = 1; k <= n + 1; k++)); do
+    for ((k = 1; k <= $1; k++)); do
         ip -n "gwm$k" addr add "10.78.0.$k/24" dev mesh0
         ip -n "gwm$k" link set mesh1 down
     done
     shape fifo
-    ip netns exec gwm1 python3 "$ROOT/scripts/tcp_flows.py" sink 47100 "$n" >"$work/tcp-rx.json" &
-    local rx=$!
-    for _ in $(seq 50); do ip netns exec gwm1 ss -ltn | grep -q ':47100 ' && break; sleep 0.1; done
+}
+
+# tcp N: the same bytes as N kernel TCP flows into node 1 through n1m0.
+tcp_flows() {
+    local n=$1 k pids=() bytes=$((msgs * (size + 16)))
+    gw_log "incast: kernel TCP, $n flows x $bytes bytes"
+    tcp_mesh $((n + 1))
+    gw_tcp_sink "$work/tcp-rx.json" "$n"
+    local rx=$GW_TCP_SINK_PID
     for ((k = 2; k <= n + 1; k++)); do
         ip netns exec "gwm$k" python3 "$ROOT/scripts/tcp_flows.py" send 10.78.0.1 47100 "$bytes" "$tcp_cc" \
             >"$work/tcp-tx$k.json" &
@@ -185,9 +191,8 @@ share() {
     shape fifo
     ip -n gwm1 addr add 10.78.0.1/24 dev mesh0
     ip -n gwm3 addr add 10.78.0.3/24 dev mesh0
-    ip netns exec gwm1 python3 "$ROOT/scripts/tcp_flows.py" sink 47100 1 >"$work/share-tcp-rx.json" &
-    local tcprx=$!
-    for _ in $(seq 50); do ip netns exec gwm1 ss -ltn | grep -q ':47100 ' && break; sleep 0.1; done
+    gw_tcp_sink "$work/share-tcp-rx.json" 1
+    local tcprx=$GW_TCP_SINK_PID
     ip netns exec gwm1 "$BIN/gw-perf" rx -s /run/gridwire/n1.sock -e share --expect 0 --writers-max 4 \
         >"$work/share-rx.json" 2>"$work/share-rx.err" &
     local shrx=$!
@@ -241,7 +246,6 @@ tc = tcp["bytes"] * 8 / max(tcp["elapsed_s"], 1e-9) / rate
 snd, sink = json.load(open(f"{work}/n2.json")), json.load(open(f"{work}/n1.json"))
 print(json.dumps({"cc": mode, "tcp_cc": tcp_cc, "verified": not rx["duplicates"] and not rx["order_violations"],
                   "gridwire_share": round(gw, 3), "tcp_share": round(tc, 3),
-                  "jain": round((gw + tc) ** 2 / (2 * (gw * gw + tc * tc)) if gw + tc else 0, 3),
                   "retrans": snd["retrans"], "cc_cuts_delay": snd.get("cc_cuts_delay", 0),
                   "cc_cuts_loss": snd.get("cc_cuts_loss", 0), "rx_gaps": sink.get("rx_gaps", 0),
                   "budget_cuts": sink.get("cc_budget_cuts", 0)}))
@@ -252,14 +256,9 @@ PY
 # gets in gridwire's place beside the same TCP flow ($tcp_cc).
 share_tcp() {
     gw_log "incast: one kernel TCP flow (cubic) beside one TCP flow ($tcp_cc), one FIFO port, $share_s s"
-    "$ROOT/scripts/mesh.sh" up 3 >/dev/null
-    gw_cleanup_push "$ROOT/scripts/mesh.sh" down
-    local k pids=()
-    for k in 1 2 3; do ip -n "gwm$k" addr add "10.78.0.$k/24" dev mesh0; done
-    shape fifo
-    ip netns exec gwm1 python3 "$ROOT/scripts/tcp_flows.py" sink 47100 2 per-peer >"$work/share2-rx.json" &
-    local rx=$!
-    for _ in $(seq 50); do ip netns exec gwm1 ss -ltn | grep -q ':47100 ' && break; sleep 0.1; done
+    tcp_mesh 3
+    gw_tcp_sink "$work/share2-rx.json" 2 per-peer
+    local k pids=() rx=$GW_TCP_SINK_PID
     ip netns exec gwm2 python3 "$ROOT/scripts/tcp_flows.py" send 10.78.0.1 47100 "for:$share_s" cubic \
         >"$work/share2-tx2.json" &
     pids+=($!)
@@ -275,8 +274,7 @@ rx = json.load(open(f"{work}/share2-rx.json"))
 a, b = (rx["per_peer"].get(f"10.78.0.{k}", {"bytes": 0, "elapsed_s": 1}) for k in (2, 3))
 mine, other = (x["bytes"] * 8 / max(x["elapsed_s"], 1e-9) / rate for x in (a, b))
 print(json.dumps({"cc": "tcp cubic", "tcp_cc": tcp_cc, "verified": True,
-                  "gridwire_share": round(mine, 3), "tcp_share": round(other, 3),
-                  "jain": round((mine + other) ** 2 / (2 * (mine * mine + other * other)) if mine + other else 0, 3)}))
+                  "gridwire_share": round(mine, 3), "tcp_share": round(other, 3)}))
 PY
 }
 

@@ -13,6 +13,9 @@ out, rate, queue = sys.argv[1], sys.argv[2], sys.argv[3]
 runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/gw-*.json")) + sorted(glob.glob(f"{out}/tcp-*.json"))]
 runs.sort(key=lambda r: (r["senders"], r["transport"] != "gridwire", r["cc"], r["port"]))
 shares = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/share-*.json"))]
+for s in shares:  # Jain's fairness index of the two shares: 1 even, 0.5 one takes all
+    a, b = s["gridwire_share"], s["tcp_share"]
+    s["jain"] = round((a + b) ** 2 / (2 * (a * a + b * b)) if a + b else 0, 3)
 json.dump({"rate": rate, "queue": queue, "runs": runs, "sharing": shares},
           open(f"{out}/incast.json", "w"), indent=1)
 

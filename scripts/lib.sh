@@ -472,6 +472,15 @@ print(int(m[1]) * {None: 1, 'k': 10**3, 'm': 10**6, 'g': 10**9}[m[2]]) if m else
         gw_die "a rate must be a tc rate like 400mbit, not '$1'"
 }
 
+# gw_tcp_sink FILE N [per-peer]: node 1's kernel TCP sink (scripts/tcp_flows.py)
+# on 10.78.0.1:47100 for N flows, its JSON to FILE; listening when this
+# returns, its pid in GW_TCP_SINK_PID.
+gw_tcp_sink() {
+    ip netns exec gwm1 python3 "$_GW_LIB_ROOT/scripts/tcp_flows.py" sink 47100 "$2" ${3:+"$3"} >"$1" &
+    GW_TCP_SINK_PID=$!
+    for _ in $(seq 50); do ip netns exec gwm1 ss -ltn | grep -q ':47100 ' && return 0; sleep 0.1; done
+}
+
 # gw_mesh_shape NODE fifo|prio RATE QUEUE: the switch's two ports toward
 # mesh node NODE (gwmsw's nNODEm0, nNODEm1), each shaped to RATE (a tc rate,
 # "400mbit") with fresh counters. fifo: one drop-tail queue of QUEUE bytes

@@ -176,9 +176,8 @@ gw_log "4. a gridwire stream and a TCP flow through one FIFO port"
 PORT=fifo mesh --set port.members=mesh0
 ip -n gwm1 addr add 10.78.0.1/24 dev mesh0
 ip -n gwm3 addr add 10.78.0.3/24 dev mesh0
-ip netns exec gwm1 python3 "$ROOT/scripts/tcp_flows.py" sink 47100 1 >"$work/share-tcp-rx.json" &
-tcprx=$!
-for _ in $(seq 50); do ip netns exec gwm1 ss -ltn | grep -q ':47100 ' && break; sleep 0.1; done
+gw_tcp_sink "$work/share-tcp-rx.json" 1
+tcprx=$GW_TCP_SINK_PID
 ip netns exec gwm1 "$BIN/gw-perf" rx -s "$(sock 1)" -e share --expect 0 --writers-max 4 \
     >"$work/share-rx.json" 2>"$work/share-rx.err" &
 shrx=$!
