@@ -421,13 +421,15 @@ int gw_call_next_outcome(struct gw_client *cl, const uint32_t *ids, unsigned n, 
 
 int gw_service(struct gw_client *cl, const char *name)
 {
+	if (gw_client_gone(cl))
+		return -EPIPE;
 	if (!name || !gw_ctl_name_ok(name, GW_NAME_MAX))
 		return -EINVAL;
 	uint32_t ep = gw_ctl_ep_id(name);
 	if (is_service(cl, ep))
 		return 0;
 	if (cl->nservices == GW_SERVICES_MAX)
-		return -ENOSPC;
+		return gw_client_answer(cl, -ENOSPC);
 	int rc = gw_register(cl, name);
 	if (rc == 0)
 		cl->services[cl->nservices++] = ep;
@@ -453,7 +455,7 @@ int gw_cast_flags(struct gw_client *cl, uint16_t node, const char *service, cons
 		  size_t len, int timeout_ms, unsigned flags)
 {
 	if (!service || !gw_ctl_name_ok(service, GW_NAME_MAX))
-		return -EINVAL;
+		return gw_client_answer(cl, -EINVAL);
 	struct gw_call_hdr h = { .magic = GW_CALL_MAGIC, .type = GW_CT_CAST };
 	return gw_client_send(cl, node, gw_ctl_ep_id(service), &h, sizeof(h), req, len,
 			      timeout_ms, flags);
@@ -476,9 +478,9 @@ int gw_call_start_flags(struct gw_client *cl, uint16_t node, const char *service
 		return -EINVAL;
 	int rc = calls_init(cl);
 	if (rc < 0)
-		return rc;
+		return gw_client_answer(cl, rc);
 	if (cl->ncalls == GW_CALLS_MAX)
-		return -EBUSY;
+		return gw_client_answer(cl, -EBUSY);
 	int64_t now = gw_client_now_ms();
 	uint32_t slot = cl->free_slots[cl->free_head];
 	struct gw_call_slot *s = &cl->calls[slot];
@@ -522,14 +524,14 @@ int gw_call_flags(struct gw_client *cl, uint16_t node, const char *service, cons
 	if (flags & GW_NOWAIT)
 		return -EINVAL; /* gw_call_start_flags' alone: a call that waits waits */
 	if (cl->kept.n >= GW_CALL_KEEP)
-		return -EOVERFLOW; /* nothing sent: receive what is kept first */
+		return gw_client_answer(cl, -EOVERFLOW); /* nothing sent: receive what is kept first */
 	int rc = gw_call_start_flags(cl, node, service, req, len, timeout_ms, flags, &id);
 	if (rc < 0)
 		return rc;
 	rc = gw_call_next_outcome(cl, &id, 1, reply);
 	if (rc < 0) {
 		gw_call_forget(cl, id);
-		return rc;
+		return gw_client_answer(cl, rc);
 	}
 	return reply->error;
 }
@@ -544,7 +546,7 @@ int gw_respond(struct gw_client *cl, const struct gw_msg *req, int failed, const
 	       size_t len, int timeout_ms)
 {
 	if (!req || req->kind != GW_MSG_REQUEST)
-		return -EINVAL;
+		return gw_client_answer(cl, -EINVAL);
 	char name[GW_NAME_MAX];
 	gw_ctl_reply_ep_name(name, sizeof(name), req->sender);
 	struct gw_call_hdr h = { .magic = GW_CALL_MAGIC, .type = failed ? GW_CT_FAIL : GW_CT_OK,
@@ -577,7 +579,7 @@ int gw_wait_ms(const struct gw_client *cl)
 int gw_arm(struct gw_client *cl, enum gw_wait what)
 {
 	if (what != GW_WAIT_RECV && what != GW_WAIT_SEND)
-		return -EINVAL;
+		return gw_client_answer(cl, -EINVAL);
 	if (gw_client_gone(cl) || gw_chan_gateway_gone(&cl->chan))
 		return gw_client_set_dead(cl), -EPIPE;
 	bool tx = what == GW_WAIT_SEND;

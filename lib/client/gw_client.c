@@ -132,13 +132,19 @@ uint16_t gw_local_node(const struct gw_client *cl)
 	return cl->node;
 }
 
+/* The gateway's word on node, whether or not the gateway still lives. */
+static bool node_bit(const struct gw_client *cl, uint16_t node)
+{
+	if (node >= GW_MAX_NODES)
+		return false;
+	uint64_t w = __atomic_load_n(&cl->chan.shm->nodes_up[node / 64], __ATOMIC_ACQUIRE);
+	return (w >> (node % 64)) & 1;
+}
+
 int gw_node_up(const struct gw_client *cl, uint16_t node)
 {
 	/* With the gateway gone, no node is reachable through it. */
-	if (node >= GW_MAX_NODES || gw_client_dead(cl) || !gw_chan_gateway_lives(&cl->chan))
-		return 0;
-	uint64_t w = __atomic_load_n(&cl->chan.shm->nodes_up[node / 64], __ATOMIC_ACQUIRE);
-	return (int)((w >> (node % 64)) & 1);
+	return !gw_client_gone(cl) && node_bit(cl, node);
 }
 
 size_t gw_msg_max(const struct gw_client *cl)
@@ -148,11 +154,13 @@ size_t gw_msg_max(const struct gw_client *cl)
 
 int gw_client_ctl_name(struct gw_client *cl, uint32_t op, const char *endpoint, uint32_t arg)
 {
+	if (gw_client_gone(cl))
+		return -EPIPE;
 	if (!endpoint || !gw_ctl_name_ok(endpoint, GW_NAME_MAX))
 		return -EINVAL;
 	struct gw_ctl_msg m = { .op = op, .arg = arg };
 	strncpy(m.name, endpoint, sizeof(m.name) - 1);
-	return ctl_call(cl->sock, &m, NULL, 0);
+	return gw_client_answer(cl, ctl_call(cl->sock, &m, NULL, 0));
 }
 
 int gw_register(struct gw_client *cl, const char *endpoint)
@@ -166,7 +174,7 @@ int gw_subscribe(struct gw_client *cl, const char *topic, unsigned policy)
 	if (kind == GW_SUB_LATEST && !key)
 		key = 8;
 	if (kind > GW_SUB_LATEST || key > GW_CTL_SUB_KEY_MAX || (kind == GW_SUB_HOLD && key))
-		return -EINVAL;
+		return gw_client_answer(cl, -EINVAL);
 	return gw_client_ctl_name(cl, GW_CTL_SUBSCRIBE, topic, kind | key << 8);
 }
 
@@ -248,19 +256,20 @@ static int send_to(struct gw_client *cl, bool topic, uint16_t node, uint32_t ep,
 	unsigned cls = flags & GW_URGENT ? GW_CLASS_URGENT : GW_CLASS_BULK;
 	if (len > cl->chan.msg_max || hlen + len > cl->chan.msg_max)
 		return -EMSGSIZE;
-	if (!topic && !gw_node_up(cl, node))
-		return node >= GW_MAX_NODES || node == 0 ? -EINVAL : -EHOSTUNREACH;
+	if (!topic && !node_bit(cl, node))
+		return gw_client_answer(cl, node >= GW_MAX_NODES || node == 0 ? -EINVAL
+									     : -EHOSTUNREACH);
 	int64_t deadline = INT64_MIN; /* read from the clock only if the channel is full */
 	for (;;) {
 		int rc = gw_chan_send_hdr(&cl->chan, cls, node, ep, hdr, (uint32_t)hlen, buf,
 					  (uint32_t)len);
 		if (rc != -EAGAIN)
-			return rc;
+			return gw_client_answer(cl, rc);
 		if (deadline == INT64_MIN)
 			deadline = deadline_of(timeout_ms);
 		rc = wait_chan(cl, true, deadline);
 		if (rc < 0)
-			return rc;
+			return gw_client_answer(cl, rc);
 	}
 }
 
@@ -274,7 +283,7 @@ int gw_publish(struct gw_client *cl, const char *topic, const void *buf, size_t 
 	       int timeout_ms, unsigned flags)
 {
 	if (!topic || !gw_ctl_name_ok(topic, GW_NAME_MAX))
-		return -EINVAL;
+		return gw_client_answer(cl, -EINVAL);
 	return send_to(cl, true, GW_CHAN_NODE_TOPIC, gw_ctl_ep_id(topic), NULL, 0, buf, len,
 		       timeout_ms, flags);
 }
@@ -289,7 +298,7 @@ int gw_send_flags(struct gw_client *cl, uint16_t node, const char *endpoint, con
 		  size_t len, int timeout_ms, unsigned flags)
 {
 	if (!endpoint || !gw_ctl_name_ok(endpoint, GW_NAME_MAX))
-		return -EINVAL;
+		return gw_client_answer(cl, -EINVAL);
 	return gw_client_send(cl, node, gw_ctl_ep_id(endpoint), NULL, 0, buf, len, timeout_ms,
 			      flags);
 }
@@ -303,10 +312,10 @@ int gw_send(struct gw_client *cl, uint16_t node, const char *endpoint, const voi
 int gw_wait_fds(const struct gw_client *cl, enum gw_wait what, int fds[2])
 {
 	if (what != GW_WAIT_RECV && what != GW_WAIT_SEND)
-		return -EINVAL;
+		return gw_client_answer(cl, -EINVAL);
 	fds[0] = what == GW_WAIT_SEND ? cl->chan.efd_tx : cl->chan.efd_rx;
 	fds[1] = cl->chan.hup_fd;
-	return gw_client_dead(cl) || !gw_chan_gateway_lives(&cl->chan) ? -EPIPE : 0;
+	return gw_client_gone(cl);
 }
 
 int gw_flush(struct gw_client *cl, int timeout_ms)
@@ -317,7 +326,7 @@ int gw_flush(struct gw_client *cl, int timeout_ms)
 	while (!gw_chan_tx_empty(&cl->chan)) {
 		int rc = wait_chan(cl, true, deadline);
 		if (rc < 0)
-			return rc;
+			return gw_client_answer(cl, rc);
 	}
 	return 0;
 }
@@ -452,7 +461,7 @@ int gw_nodes(struct gw_client *cl, struct gw_node_info *out, unsigned max)
 		if (rc == -ENOENT)
 			break;
 		if (rc < 0)
-			return rc;
+			return gw_client_answer(cl, rc);
 		if (n < max) {
 			out[n] = (struct gw_node_info){
 				.id = (uint16_t)m.arg, .up = !!(m.arg2 & GW_CTL_NODE_UP),

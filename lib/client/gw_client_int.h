@@ -9,6 +9,7 @@
 #ifndef GW_CLIENT_INT_H
 #define GW_CLIENT_INT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -97,16 +98,28 @@ static inline void gw_client_set_dead(struct gw_client *cl)
 	__atomic_store_n(&cl->dead, true, __ATOMIC_RELAXED);
 }
 
-/* -EPIPE once the gateway is known gone (its liveness word says so, at the
- * cost of a load), else 0: what every call that would talk to it asks first. */
-static inline int gw_client_gone(struct gw_client *cl)
+/*
+ * The one place that decides the gateway is gone: -EPIPE once it is known
+ * (the flag, or its liveness word, at the cost of a load), else 0. Every
+ * call asks it first, and again before it answers with an error, so that
+ * no call answers with a consequence of the death (a node read down, a
+ * wait run out) where it can give the death itself. The flag only keeps
+ * what the word said, so a const client may set it.
+ */
+static inline int gw_client_gone(const struct gw_client *cl)
 {
 	if (gw_client_dead(cl))
 		return -EPIPE;
 	if (gw_chan_gateway_lives(&cl->chan))
 		return 0;
-	gw_client_set_dead(cl);
+	gw_client_set_dead((struct gw_client *)(uintptr_t)cl);
 	return -EPIPE;
+}
+
+/* A call's answer: rc, or -EPIPE in place of an error once the gateway is gone. */
+static inline int gw_client_answer(const struct gw_client *cl, int rc)
+{
+	return rc < 0 && rc != -EPIPE && gw_client_gone(cl) ? -EPIPE : rc;
 }
 
 /*

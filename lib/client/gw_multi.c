@@ -70,12 +70,14 @@ int gw_cast_one(struct gw_client *cl, const uint16_t *nodes, unsigned n, const c
 		if (!badrpc(rc))
 			return rc;
 	}
-	return rc;
+	return gw_client_answer(cl, rc);
 }
 
 int gw_cast_all(struct gw_client *cl, const uint16_t *nodes, unsigned n, const char *service,
 		const void *req, size_t len, unsigned flags)
 {
+	if (gw_client_gone(cl))
+		return -EPIPE;
 	int ok = 0, first = 0;
 	for (unsigned i = 0; i < n; i++) {
 		int rc = gw_cast_flags(cl, nodes[i], service, req, len, -1, flags & GW_URGENT);
@@ -93,6 +95,8 @@ int gw_call_one(struct gw_client *cl, const uint16_t *nodes, unsigned n, const c
 {
 	int last = -EHOSTUNREACH;
 	result_set(res, 0, last, NULL);
+	if (gw_client_gone(cl))
+		return res->error = -EPIPE;
 	for (unsigned i = 0; i < n; i++) {
 		struct gw_msg m;
 		int rc = gw_call_flags(cl, nodes[i], service, req, len, timeout_ms,
@@ -143,6 +147,8 @@ static int call_each(struct gw_client *cl, const uint16_t *nodes, unsigned n,
 		     const char *service, const void *req, size_t len, int timeout_ms,
 		     unsigned flags, struct gw_result *res, bool stop_on_ok)
 {
+	if (gw_client_gone(cl))
+		return -EPIPE;
 	if (!nodes || n == 0)
 		return -EINVAL;
 	uint32_t *ids = calloc(n, sizeof(*ids));

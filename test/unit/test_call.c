@@ -81,7 +81,8 @@ static void ctl_answer(int s, struct gw_ctl_msg *m)
 			m->arg2 = flags[m->arg] | GW_CAP_BATCHING << GW_CTL_NODE_CAPS_SHIFT;
 			snprintf(m->name, sizeof(m->name), "n%u", m->arg);
 		}
-	} else if (m->op != GW_CTL_REGISTER && m->op != GW_CTL_UNREGISTER) {
+	} else if (m->op != GW_CTL_REGISTER && m->op != GW_CTL_UNREGISTER &&
+		   m->op != GW_CTL_SUBSCRIBE && m->op != GW_CTL_UNSUBSCRIBE) {
 		m->status = -EOPNOTSUPP;
 	}
 	gw_ctl_reply(s, m, fds, nfds);
@@ -577,6 +578,123 @@ static void test_gateway_gone(void)
 	stop(cl);
 }
 
+/*
+ * The gateway dying between two looks of a call. This suite links the
+ * library's objects itself and stands between them and the liveness word
+ * (-Wl,--wrap, test/meson.build): armed, the word reads alive for
+ * `looks_left` more looks, then dead, while the fake gateway lives on.
+ */
+static int looks_left = -1; /* -1: the word as it is */
+static unsigned dead_looks;
+
+bool __real_gw_chan_gateway_lives(const struct gw_chan *c);
+bool __real_gw_chan_gateway_gone(const struct gw_chan *c);
+
+bool __wrap_gw_chan_gateway_lives(const struct gw_chan *c)
+{
+	if (looks_left < 0)
+		return __real_gw_chan_gateway_lives(c);
+	if (looks_left == 0) {
+		dead_looks++;
+		return false;
+	}
+	looks_left--;
+	return true;
+}
+
+bool __wrap_gw_chan_gateway_gone(const struct gw_chan *c)
+{
+	return !__wrap_gw_chan_gateway_lives(c) || __real_gw_chan_gateway_gone(c);
+}
+
+static const char *const api_names[] = {
+	"gw_send", "gw_send_flags (urgent)", "gw_send_id", "gw_publish", "gw_cast",
+	"gw_call_start", "gw_call", "gw_reply", "gw_cast_one", "gw_cast_all", "gw_call_one",
+	"gw_call_any", "gw_call_all", "gw_call_all_wait", "gw_register", "gw_unregister",
+	"gw_service", "gw_subscribe", "gw_unsubscribe", "gw_nodes", "gw_flush", "gw_arm",
+	"gw_wait_fds", "gw_node_up",
+};
+
+/* API call i, with arguments that succeed while the gateway lives. */
+static int api_call(struct gw_client *cl, unsigned i)
+{
+	static const uint16_t nodes[] = { 2, 3 }; /* 3 is down */
+	struct gw_msg r, req = { .kind = GW_MSG_REQUEST, .node = 2, .sender = 9, .call_id = 1 };
+	struct gw_result res[2];
+	struct gw_node_info ni[4];
+	uint32_t id;
+	int fds[2], rc;
+	switch (i) {
+	case 0: return gw_send(cl, 2, "sink", "x", 1, 0);
+	case 1: return gw_send_flags(cl, 2, "alarm", "u", 1, 0, GW_URGENT);
+	case 2: return gw_send_id(cl, 2, gw_endpoint_id("sink"), "x", 1, 0);
+	case 3: return gw_publish(cl, "topic", "p", 1, 0, 0);
+	case 4: return gw_cast(cl, 2, "svc", "c", 1, 0);
+	case 5: return gw_call_start(cl, 2, "svc", "q", 1, 1000, &id);
+	case 6: return gw_call(cl, 2, "svc", "q", 1, 1000, &r);
+	case 7: return gw_reply(cl, &req, "r", 1);
+	case 8: return gw_cast_one(cl, nodes, 2, "svc", "c", 1);
+	case 9: return gw_cast_all(cl, nodes, 2, "svc", "c", 1, 0);
+	case 10:
+		rc = gw_call_one(cl, nodes, 2, "svc", "q", 1, 1000, 0, res);
+		gw_results_free(res, 1);
+		return rc;
+	case 11:
+		rc = gw_call_any(cl, nodes, 2, "svc", "q", 1, 1000, 0, res);
+		gw_results_free(res, 1);
+		return rc;
+	case 12:
+		rc = gw_call_all(cl, nodes, 2, "svc", "q", 1, 1000, 0, res);
+		gw_results_free(res, 2);
+		return rc == -EHOSTUNREACH ? 0 : rc; /* node 3 is down: that is the answer */
+	case 13:
+		rc = gw_call_all_wait(cl, nodes, 2, "svc", "q", 1, 1000, res);
+		gw_results_free(res, 2);
+		return rc;
+	case 14: return gw_register(cl, "ep");
+	case 15: return gw_unregister(cl, "ep");
+	case 16: return gw_service(cl, "svc2");
+	case 17: return gw_subscribe(cl, "topic", GW_SUB_HOLD);
+	case 18: return gw_unsubscribe(cl, "topic");
+	case 19: return gw_nodes(cl, ni, 4);
+	case 20: return gw_flush(cl, 10);
+	case 21: return gw_arm(cl, GW_WAIT_RECV);
+	case 22: return gw_wait_fds(cl, GW_WAIT_RECV, fds);
+	default: return gw_node_up(cl, 2) ? 0 : -EPIPE; /* with it gone, no node is up */
+	}
+}
+
+/*
+ * Every call, with the gateway dying at each of its looks in turn: the
+ * first look (the word dead, the library not yet told) gives -EPIPE, and
+ * a death seen at any later look gives success or -EPIPE, never an error
+ * that follows from the death (a node read down, a wait run out).
+ */
+static void test_gone_window(void)
+{
+	_Static_assert(sizeof(api_names) / sizeof(api_names[0]) == 24, "one name per call");
+	for (unsigned i = 0; i < sizeof(api_names) / sizeof(api_names[0]); i++) {
+		for (int looks = 0;; looks++) {
+			struct gw_client *cl = start();
+			fake.mode = FAR_OK_AFTER_DATA; /* calls are answered */
+			dead_looks = 0;
+			looks_left = looks;
+			int rc = api_call(cl, i);
+			bool died = dead_looks > 0;
+			looks_left = -1;
+			stop(cl);
+			bool ok = looks == 0 ? rc == -EPIPE : !died || rc >= 0 || rc == -EPIPE;
+			if (!ok)
+				fprintf(stderr, "\n%s, the gateway dead from look %d on: %d (%s)\n",
+					api_names[i], looks + 1, rc, gw_strerror(rc));
+			CU_ASSERT(ok);
+			if (!died)
+				break; /* it made fewer looks than that: every one is tried */
+			CU_ASSERT_FATAL(looks < 64);
+		}
+	}
+}
+
 int main(void)
 {
 	static const struct gw_test_case cases[] = {
@@ -588,6 +706,7 @@ int main(void)
 		{ "the event-loop API", test_event_loop },
 		{ "the urgent class", test_urgent },
 		{ "the gateway gone: nothing taken, every send in doubt told", test_gateway_gone },
+		{ "the gateway dying between two looks of any call: -EPIPE", test_gone_window },
 		{ NULL, NULL },
 	};
 	return gw_test_run("call", cases);
