@@ -381,6 +381,7 @@ static void checkpoint(struct gw_worker *w)
 	for (unsigned i = 0; i < w->nchans; i++)
 		for (unsigned c = 0; c < GW_CLASSES; c++)
 			gw_chan_checkpoint(w->chans[i], c, w->serial);
+	w->ck_fresh = true;
 }
 
 /*
@@ -410,9 +411,10 @@ static void settle(struct gw_worker *w)
 		if (w->barrier_on && (int32_t)(w->barrier - below) < 0)
 			below = w->barrier;
 	}
-	if (below == w->settled_below)
+	if (below == w->settled_below && !w->ck_fresh)
 		return;
 	w->settled_below = below;
+	w->ck_fresh = false;
 	for (unsigned i = 0; i < w->nchans; i++)
 		for (unsigned c = 0; c < GW_CLASSES; c++)
 			gw_chan_settle(w->chans[i], c, below);

@@ -61,9 +61,11 @@ struct gw_worker {
 	 * the order shipped, from loop_shipped back; every frame numbered below
 	 * settled_below settled at the last look. barrier: a frame given up
 	 * whose REJECTs are not yet in their senders' rings (until the receiver
-	 * has delivered loop frame barrier_loop). */
+	 * has delivered loop frame barrier_loop). ck_fresh: a checkpoint made
+	 * since the last look (one may settle at once: a publication to nobody
+	 * ships no frame, so nothing below moves for it). */
 	uint32_t serial, settled_below, barrier;
-	bool barrier_on;
+	bool barrier_on, ck_fresh;
 	uint64_t loop_shipped, barrier_loop;
 	uint32_t loop_serial[GW_LOOPQ];
 	struct gw_batcher batch[GW_CLASSES]; /* a batcher per class */

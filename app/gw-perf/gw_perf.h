@@ -14,7 +14,7 @@
 
 struct opts {
 	const char *sock, *endpoint;
-	unsigned node, writers, size, id_base, writers_max, idle_timeout, linger_ms, stall_s, delay_ms;
+	unsigned node, writers, size, id_base, writers_max, idle_timeout, linger_ms, settle_ms, stall_s, delay_ms;
 	unsigned deaf_ms; /* tx: read nothing for this long after the last send */
 	uint64_t delay_count;
 	const char *ledger; /* tx: rejected messages; rx: received ones (bitmaps) */

@@ -494,6 +494,12 @@ static int run_tx(const struct opts *o)
 		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
 		drain_rejects(cl, &classes, &led);
 	}
+	/* --settle-ms: until the gateway has settled every send, or MS have passed. */
+	for (uint64_t end = now_ns() + o->settle_ms * 1000000ull;
+	     gw_unconfirmed(cl) && now_ns() < end;) {
+		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+		drain_rejects(cl, &classes, &led);
+	}
 	if (o->ledger)
 		ledger_write(&led, o->ledger);
 	free(led.bits);
@@ -502,9 +508,9 @@ static int run_tx(const struct opts *o)
 	double el = (double)(t1 - t0) / 1e9;
 	printf("{\"role\":\"tx\",\"sent\":%" PRIu64 ",\"rejected\":%" PRIu64
 	       ",\"lost\":%" PRIu64 ",\"refused_retries\":%" PRIu64 ",\"eagain\":%" PRIu64
-	       ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f}\n",
-	       total, live->rejected, live->lost, refused, live->eagain, el, (double)total / el,
-	       cpu_s() - c0);
+	       ",\"unconfirmed\":%" PRIu64 ",\"elapsed_s\":%.3f,\"msgs_per_s\":%.0f,\"cpu_s\":%.3f}\n",
+	       total, live->rejected, live->lost, refused, live->eagain, gw_unconfirmed(cl), el,
+	       (double)total / el, cpu_s() - c0);
 	gw_close(cl);
 	free(buf);
 	return live->rejected || live->lost ? 1 : 0;

@@ -3,7 +3,7 @@
  * gw-perf: load generator and verifying sink on libgridwire.
  *
  *   gw-perf tx -s SOCK -n NODE -e EP[,EP...] [-w WRITERS] [-m MSGS] [-z SIZE]
- *              [--id-base N] [--rate MSGS_PER_S] [--linger-ms MS]
+ *              [--id-base N] [--rate MSGS_PER_S] [--linger-ms MS] [--settle-ms MS]
  *              [--retry-unreachable] [--ledger FILE] [--deaf-ms MS]
  *   gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N] [--idle-timeout S]
  *              [--stall-s S] [--delay-ms MS [--delay-count N]] [--reconnect]
@@ -42,7 +42,8 @@
  * tx: WRITERS logical senders take turns; each sends MSGS messages of SIZE
  * bytes carrying (writer id, sequence number), writer w to endpoint
  * w % (number of endpoints). REJECTs (messages not delivered) are counted;
- * --linger-ms keeps listening for late ones; --deaf-ms reads nothing from
+ * --linger-ms keeps listening for late ones; --settle-ms waits up to MS
+ * for the gateway to settle every send (unconfirmed: those it had not); --deaf-ms reads nothing from
  * the first send until MS after the last (a sender kept from reading: its
  * gateway drops the REJECTs it cannot hold and says how many: lost). rx: checks that every
  * writer's messages arrive exactly once and in order; --stall-s registers
@@ -85,7 +86,7 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: gw-perf tx -s SOCK -n NODE -e EP[,EP...] [-w WRITERS] [-m MSGS] [-z SIZE]\n"
-		   "                 [--id-base N] [--rate MSGS_PER_S] [--linger-ms MS]\n"
+		   "                 [--id-base N] [--rate MSGS_PER_S] [--linger-ms MS] [--settle-ms MS]\n"
 		   "                 [--retry-unreachable] [--ledger FILE] [--deaf-ms MS]\n"
 		   "       gw-perf rx -s SOCK -e ENDPOINT --expect N [--writers-max N]\n"
 		   "                 [--idle-timeout S] [--stall-s S]\n"
@@ -131,6 +132,7 @@ int main(int argc, char **argv)
 		{ "id-base", 1, NULL, 'b' }, { "rate", 1, NULL, 'r' }, { "expect", 1, NULL, 'x' },
 		{ "writers-max", 1, NULL, 'W' }, { "idle-timeout", 1, NULL, 't' },
 		{ "linger-ms", 1, NULL, 'l' }, { "stall-s", 1, NULL, 'S' },
+		{ "settle-ms", 1, NULL, 'M' },
 		{ "delay-ms", 1, NULL, 'd' }, { "delay-count", 1, NULL, 'D' },
 		{ "ledger", 1, NULL, 'L' }, { "retry-unreachable", 0, NULL, 'U' },
 		{ "reconnect", 0, NULL, 'R' }, { "cast", 0, NULL, 'C' }, { "service", 0, NULL, 'C' },
@@ -158,6 +160,7 @@ int main(int argc, char **argv)
 		case 'W': o.writers_max = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 't': o.idle_timeout = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'l': o.linger_ms = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'M': o.settle_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'F': o.deaf_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'S': o.stall_s = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'd': o.delay_ms = (unsigned)strtoul(optarg, NULL, 0); break;
