@@ -7,6 +7,7 @@
 # C and from Erlang and C called from Python, bad arguments and a fuzz of
 # them, memory over a million messages, and alpha's gateway killed under a
 # Python sender (then restarted, and the sender connects again).
+# gw-timeout: 180
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
@@ -23,6 +24,8 @@ ls "$PYDIR"/gridwire/_gridwire*.so >/dev/null 2>&1 ||
     gw_die "no Python binding in $PYDIR (is python3-dev installed? ./scripts/gw build)"
 /usr/bin/python3 -c "import pytest" 2>/dev/null ||
     gw_die "Debian's python3 has no pytest (apt-get install python3-pytest, or ./scripts/gw deps)"
+/usr/bin/python3 -c "import pytest_timeout" 2>/dev/null ||
+    gw_die "Debian's python3 has no pytest-timeout (apt-get install python3-pytest-timeout, or ./scripts/gw deps)"
 gw_workdir python
 gw_ns_up >/dev/null
 # Beta's channels hold 65,536 messages, and a full receiver's messages are
@@ -39,8 +42,11 @@ export GW_SOCK_A=/run/gridwire/alpha.sock GW_SOCK_B=/run/gridwire/beta.sock GW_N
     GW_NODE_B=2 GW_BUILD=$ROOT/build PYTHONPATH=$PYDIR PYTHONDONTWRITEBYTECODE=1 \
     GW_RESTART_A="$ROOT/test/integration/test_python.sh restart-alpha $work"
 fail=0
-# -p no:cacheprovider: nothing written into the source tree.
+# -p no:cacheprovider: nothing written into the source tree. A test that
+# hangs ends the run after 60 s with every thread's stack (the thread
+# method: a test stuck in a C call is not interrupted by a signal).
 /usr/bin/python3 -m pytest -p no:cacheprovider -q -rs --durations=5 \
+    --timeout=60 --timeout-method=thread \
     "$ROOT/bindings/python/tests" >"$work/pytest.log" 2>&1 || fail=1
 cat "$work/pytest.log"
 GW_PID_A=$(cat "$work/alpha.pid")

@@ -179,21 +179,21 @@ gridwire_test_() ->
     {setup, fun setup/0, fun cleanup/1,
      fun(Peer) ->
              {inorder,
-              [{"per-process order, 1,000 senders", {timeout, 120, fun() -> order(Peer) end}},
+              [{"per-process order, 1,000 senders", {timeout, 60, fun() -> order(Peer) end}},
                {"every call outcome", {timeout, 60, fun() -> outcomes() end}},
                {"1,000 concurrent callers", {timeout, 60, fun() -> callers() end}},
                {"pattern policies, live", {timeout, 60, fun() -> patterns(Peer) end}},
                {"urgent and bulk from each process, each in order",
-                {timeout, 120, fun() -> urgent(Peer) end}},
+                {timeout, 60, fun() -> urgent(Peer) end}},
                {"a slow receiver: bounded mailbox, the rest rejected to its sender "
                 "(or, for a VM that reads nothing meanwhile, counted lost to it)",
-                {timeout, 120, fun() -> bounded(Peer) end}},
+                {timeout, 60, fun() -> bounded(Peer) end}},
                {"any terms into every NIF: a result or badarg, never a crash",
-                {timeout, 600, fun() -> nif_terms() end}},
+                {timeout, 60, fun() -> nif_terms() end}},
                {"topics: 100 publishers, subscribers on both nodes, each in order",
-                {timeout, 120, fun() -> topics(Peer) end}},
+                {timeout, 60, fun() -> topics(Peer) end}},
                {"processes killed", {timeout, 60, fun() -> killed(Peer) end}},
-               {"the gateway restarted", {timeout, 120, fun() -> restarted(Peer) end}}]}
+               {"the gateway restarted", {timeout, 60, fun() -> restarted(Peer) end}}]}
      end}.
 
 %% --- the tests ---

@@ -112,7 +112,7 @@ def test_full_channel_waits_without_blocking_the_loop(name):
                 got.extend(struct.unpack("<I", m.data[:4])[0] for m in batch)
                 time.sleep(0.002)
 
-        t = threading.Thread(target=reader)
+        t = threading.Thread(target=reader, daemon=True)
         t.start()
 
         async def main():
@@ -155,12 +155,14 @@ def test_full_channel_waits_without_blocking_the_loop(name):
             await tick
             return ticks, rejected, lost
 
-        ticks, rejected, lost = run(main())
-        deadline = time.monotonic() + 60  # the reader takes what was delivered
-        while len(got) + len(rejected) + lost < n and time.monotonic() < deadline:
-            time.sleep(0.05)
-        stop.set()
-        t.join()
+        try:
+            ticks, rejected, lost = run(main())
+            deadline = time.monotonic() + 60  # the reader takes what was delivered
+            while len(got) + len(rejected) + lost < n and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:  # however main() ends, the reader stops
+            stop.set()
+            t.join(5)
     # Each arrived in order, or came back to its sender (a reader starved for
     # dest_block_ms on a loaded machine is refused, and the sender told).
     assert got == sorted(got) and len(set(got)) == len(got)

@@ -22,7 +22,7 @@ class Service:
         self.c.service(name)
         self.casts = []
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.run)
+        self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
     def run(self):
@@ -151,7 +151,7 @@ def test_calls_from_threads(svc):
         except Exception as e:  # noqa: BLE001 (reported below)
             errors.append(e)
 
-    threads = [threading.Thread(target=caller, args=(t,)) for t in range(8)]
+    threads = [threading.Thread(target=caller, args=(t,), daemon=True) for t in range(8)]
     for t in threads:
         t.start()
     for t in threads:

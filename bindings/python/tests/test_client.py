@@ -289,7 +289,7 @@ def test_order_from_32_threads_on_one_client(a, b, name):
         for i in range(per):
             a.send(NODE_B, name, struct.pack("<II", t, i))
 
-    threads = [threading.Thread(target=sender, args=(t,)) for t in range(32)]
+    threads = [threading.Thread(target=sender, args=(t,), daemon=True) for t in range(32)]
     for t in threads:
         t.start()
     nxt = [0] * 32
@@ -320,7 +320,7 @@ def test_separate_clients_in_threads(b, name):
         except Exception as e:  # noqa: BLE001 (reported below)
             errors.append(e)
 
-    threads = [threading.Thread(target=sender, args=(t,)) for t in range(8)]
+    threads = [threading.Thread(target=sender, args=(t,), daemon=True) for t in range(8)]
     for t in threads:
         t.start()
     nxt = {}

@@ -35,7 +35,7 @@ def echo_service(name):
                     c.reply(m, m.data)
                     served[0] += 1
 
-    t = threading.Thread(target=run)
+    t = threading.Thread(target=run, daemon=True)
     t.start()
     yield name, served
     stop.set()
