@@ -556,6 +556,23 @@ gw_installed_run() {
     fi
 }
 
+# gw_packages_lock: this machine's installed packages are test_deb's to
+# change, and the emulated hosts' root (test_host's guests read it over 9p,
+# and B installs packages over it): each holds this lock while it changes
+# them or must read them steadily, as both may run at once (test_host is
+# apart: ./scripts/gw runs it beside the others). gw_packages_unlock, or
+# the holder's end, releases it.
+gw_packages_lock() {
+    mkdir -p /run/lock
+    exec 8>>/run/lock/gridwire-packages.lock
+    flock -w 1200 8 || gw_die "another test held /run/lock/gridwire-packages.lock for 20 minutes"
+}
+
+gw_packages_unlock() {
+    flock -u 8
+    exec 8>&-
+}
+
 # gw_debs_build WORK: the Debian packages, built by dpkg-buildpackage from
 # a copy of the tree as it is (tracked and new files alike, no build
 # folder) in WORK/src, the log in WORK/build.log; the .debs land in

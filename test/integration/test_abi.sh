@@ -5,6 +5,8 @@
 # lib/client/libgridwire.map gives it (GRIDWIRE_0, then one node per
 # release that added functions), with SONAME libgridwire.so.0, and it needs
 # no DPDK library.
+# gw-timeout: 120
+# gw-lane: apart
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

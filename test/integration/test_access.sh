@@ -5,6 +5,7 @@
 # and a member of the group gets through and is served. No client can
 # register an endpoint another holds, so none can read another's messages
 # (each channel is its own memfd, handed only to its client).
+# gw-timeout: 120
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

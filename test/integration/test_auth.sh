@@ -14,6 +14,7 @@
 # from 4 UDP source ports so that most land on another receiver's queue
 # than the original did: the slot's one replay window still refuses them
 # (had each receiver its own windows, they would pass as duplicates).
+# gw-timeout: 240
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

@@ -11,6 +11,7 @@
 # configured, bad CRCs) during a verified run on the veths: beta keeps
 # running, counts what it refused, and every message of the run still
 # arrives once, in order.
+# gw-timeout: 120
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

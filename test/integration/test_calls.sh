@@ -12,6 +12,7 @@
 #  4. a gateway killed (SIGKILL) while 1,000 calls to it are in flight, with
 #     a 60 s call timeout: every call still ends, failed as badrpc, none by
 #     timeout, and calls to the other node go on untouched.
+# gw-timeout: 120
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

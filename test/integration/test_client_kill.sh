@@ -7,6 +7,7 @@
 # clients are not disturbed (a steady verified flow runs throughout), and a
 # client whose gateway dies hears -EPIPE instead of waiting for ever. On
 # both links, the cable and the veths.
+# gw-timeout: 330
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

@@ -20,6 +20,7 @@
 #     capture ever covers two different frames;
 #  5. bad key files: at start one line and exit 2; at run time (gwctl key
 #     load, SIGHUP) one line, the keys in use kept and the error counted.
+# gw-timeout: 300
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

@@ -12,11 +12,13 @@
 # and gridwire.aio from /usr/lib/python3/dist-packages, renders their help
 # and sends itself a message through the installed gridwired, and a purge
 # leaves nothing behind.
+# gw-timeout: 270
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 ROOT=$(gw_root)
 gw_workdir deb
+gw_packages_lock # beside test_host, whose guests read this machine's packages
 fail=0
 pkgs=(gridwired libgridwire0 libgridwire-dev erlang-gridwire python3-gridwire)
 if dpkg-query -W -f='${Status}\n' "${pkgs[@]}" 2>/dev/null | grep -q "^install ok installed"; then

@@ -9,6 +9,7 @@
 # two long-lived gateways, a client built against the build tree, a call
 # across, the gateways stopped; and every example of doc/python.md runs
 # against those gateways.
+# gw-timeout: 120
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

@@ -12,6 +12,7 @@
 # but the split runs place each host's clients on its gateway's (main)
 # CPU, where a receiver leaves a sleeping client asleep while it delivers
 # (the clean runs check that it did: beta's wakes_deferred).
+# gw-timeout: 240
 set -euo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
 pair=$here/../../scripts/pair.sh

@@ -6,6 +6,7 @@
 # receiver's bounded mailbox (the rest REJECTed to its sender), processes
 # killed, alpha's gateway killed and restarted under the senders; then the
 # application stopped and the NIF purged, with no descriptor left open.
+# gw-timeout: 180
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

@@ -3,6 +3,7 @@
 # impossible descriptor, an impossible ring position, random bytes over the
 # whole region) is cut off, and only it: a steady verified flow between
 # two other clients runs on, and the gateway counts each cut-off.
+# gw-timeout: 120
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

@@ -6,6 +6,7 @@
 # seeded [fault] stage (the kernel has no netem), applied to frames
 # received in both directions, so ACKs suffer too. (The cable, which XDP
 # cannot reach, loses frames through that stage in test_e2e.sh.)
+# gw-timeout: 240
 set -euo pipefail
 export GW_LINK=veth
 here=$(dirname "${BASH_SOURCE[0]}")

@@ -7,6 +7,8 @@
 # last. One line per target (executions, "no crash"); a crash, hang or leak
 # fails the test and names the input that reproduces it.
 # Longer on demand: ./scripts/gw fuzz SECONDS [TARGET...].
+# gw-timeout: 270
+# gw-lane: apart
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 exec test/fuzz/run.sh 10

@@ -16,6 +16,7 @@
 #     messages all arrive, node 3's a prefix of each writer's, in order;
 #  4. one gridwire stream and one kernel TCP flow through one FIFO port:
 #     both make progress (each above 10 % of it).
+# gw-timeout: 180
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

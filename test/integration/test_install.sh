@@ -6,6 +6,7 @@
 # Wireshark dissector; nothing installed names the source tree. Then a
 # client program is built against the installed gridwire.pc and run
 # against the installed gridwired, started with the installed config.
+# gw-timeout: 120
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

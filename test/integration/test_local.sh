@@ -6,6 +6,7 @@
 # third of the writers send urgent messages: they go through the same
 # loopback ring, in their class. Run in both lcore layouts: everything
 # on one lcore, and a worker lcore.
+# gw-timeout: 120
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

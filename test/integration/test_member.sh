@@ -10,6 +10,7 @@
 # unplugs one end (gwctl member N down closes the vhost-user device), beta
 # sees its virtio-user end lose the connection, and plugging it in again
 # (gwctl member N up) reconnects it. Every message is verified.
+# gw-timeout: 300
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

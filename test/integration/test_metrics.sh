@@ -14,6 +14,7 @@
 #   GridwireMemberDown by Prometheus's own rule evaluation;
 # - the exporter outlives the gateways: stopped, they are gridwire_up 0 with
 #   scrape errors counted; a new run brings their values back.
+# gw-timeout: 240
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

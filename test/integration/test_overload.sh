@@ -4,6 +4,7 @@
 # link's frame rate is the limit). The senders must feel it (-EAGAIN, then
 # they wait), the gateways' memory must stay flat (bounded by config, not
 # by the backlog), and nothing is dropped.
+# gw-timeout: 120
 set -euo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
 pair=$here/../../scripts/pair.sh

@@ -17,6 +17,7 @@
 #     the "member silent" alarm in the log and telemetry, and its end.
 # (A peer restarted in parallel mode is in test_restart.sh; the config's
 # refusals in test_bad_input.sh.)
+# gw-timeout: 330
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

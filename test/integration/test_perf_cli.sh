@@ -4,6 +4,7 @@
 # stats; stop prints the run's summary; then call mode against an echo
 # service. Checks the prompt's answers, not speeds. The sleeps only give
 # the runs time to do something between commands.
+# gw-timeout: 120
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

@@ -12,6 +12,7 @@
 # doubt with -EPIPE. Beta holds a full destination for 60 s here instead
 # of refusing it after 100 ms: a REJECT on its way back to a gateway that
 # died is the one word that cannot reach a sender (doc/api.md).
+# gw-timeout: 120
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

@@ -20,6 +20,7 @@
 #    a channel 1 .. 65535, and each channel's numbers of each class (bit
 #    31: urgent, as its lane) run from 0 with no gap, one per message sent;
 #    HELLOs carry no key ids ([auth] off) and names of A-Z a-z 0-9 _ -.
+# gw-timeout: 120
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

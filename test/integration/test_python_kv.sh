@@ -9,6 +9,7 @@
 # killed, kv.py's put passes over it, unless --strict. Also kv.py's bad
 # usage and a gateway not there (one line, status 1), and its serve ending
 # cleanly on SIGTERM and on SIGINT. Skipped when the binding is not built.
+# gw-timeout: 120
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

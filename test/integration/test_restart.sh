@@ -12,6 +12,7 @@
 # and alpha's vhost-user ends reconnect by themselves. Once more on the
 # cable with both gateways' ports parallel. A quarter of the senders send
 # urgent messages throughout: both classes are in flight at the kill.
+# gw-timeout: 330
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

@@ -9,6 +9,8 @@
 # IOMMU groups is refused with what to enable. And on this machine itself,
 # in --dry-run, the shipped gateway-host config is refused for lack of an
 # IOMMU, the default one (no PCI, no hugepages) passes.
+# gw-timeout: 120
+# gw-lane: apart
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

@@ -13,6 +13,7 @@
 # its channel (4,096 descriptors) cannot hold its REJECTs, its gateway
 # drops the rest and counts them where the sender reads them, so it is
 # told how many (GW_MSG_LOST): delivered + rejected + lost is still all.
+# gw-timeout: 150
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

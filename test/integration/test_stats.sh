@@ -4,6 +4,7 @@
 # the run did: messages sent and delivered, port packets, the lane with its
 # messages-per-frame histogram, the connected client, the peer up, the
 # lcore layout with what each lcore did.
+# gw-timeout: 120
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

@@ -6,6 +6,7 @@
 # whole) and every captured gridwire frame is checked (headers, lengths,
 # records, CRC32C of a sample); dpdk-proc-info reads alpha's port counters
 # and dpdk-telemetry.py its telemetry. The hugepages are given back after.
+# gw-timeout: 120
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

@@ -11,6 +11,7 @@
 #      its request's class (gw-perf call checks it), the two in one run;
 #   4. the same on the veths, with 2 workers and 2 receivers a side.
 # (A peer restart with both classes in flight is test_restart's.)
+# gw-timeout: 120
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"

@@ -11,6 +11,7 @@
 #  - a quarter of the writers send urgent messages: their frames decode
 #    as the urgent class, as many of their records as the gateway sent.
 # Port 47000 belongs to Wireshark's HCrt dissector; the script takes it.
+# gw-timeout: 120
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
