@@ -39,7 +39,8 @@
  *   -EHOSTUNREACH  the destination node is not up
  *   -EINVAL        a bad argument (endpoint name, node id)
  *   -EEXIST        the endpoint name is taken on this node
- *   -EPERM         the endpoint name is reserved (it starts with '~')
+ *   -EPERM         the endpoint name is reserved (it starts with '~'; a
+ *                  topic's such name is -EINVAL)
  *   -ECONNREFUSED  no gateway listens on the socket
  *   -EACCES        this user may not use the gateway ([node] socket_mode/group)
  *   -EPIPE         the gateway went away or refused this client (see "When
@@ -88,9 +89,12 @@ struct gw_msg {
 	enum gw_msg_kind kind;
 	const void *data;  /* valid until the next gw_recv() (or gw_call*) on this client */
 	size_t len;
-	uint32_t endpoint; /* DATA, REQUEST, CAST: our endpoint it was sent to; REJECT: its target */
-	uint16_t node;     /* DATA, REQUEST, CAST: source node; REJECT, REPLY: the node asked */
-	uint16_t sender;   /* DATA, REQUEST, CAST: the sending client's channel on its node */
+	uint32_t endpoint; /* DATA, REQUEST, CAST: our endpoint it was sent to; REJECT: its target;
+			    * PUBLISH: the topic's id */
+	uint16_t node;     /* DATA, REQUEST, CAST, PUBLISH: source node; REJECT, REPLY: the
+			    * node asked */
+	uint16_t sender;   /* DATA, REQUEST, CAST, PUBLISH: the sending client's channel on
+			    * its node */
 	int error;         /* REJECT: why (-ENOENT, -ENOBUFS, -EMSGSIZE, -EHOSTUNREACH,
 			    * -EHOSTDOWN, -EPIPE); REPLY: 0 or why the call failed (see
 			    * above; -EREMOTEIO: data/len is the handler's reason, not
@@ -147,7 +151,9 @@ size_t gw_msg_max(const struct gw_client *cl);
  * gateway's directory is full, -ENOENT (unregister) when this client does
  * not hold it. gw_register returns once every receiver of the gateway
  * knows the name: from then on a message sent to it is delivered, never
- * refused as unknown.
+ * refused as unknown. Endpoints and topics are apart: a topic may have
+ * an endpoint's name (its publications come as GW_MSG_PUBLISH, messages
+ * to the endpoint as GW_MSG_DATA, both with the name's id in endpoint).
  */
 int gw_register(struct gw_client *cl, const char *endpoint);
 int gw_unregister(struct gw_client *cl, const char *endpoint);
@@ -211,27 +217,54 @@ int gw_recv(struct gw_client *cl, struct gw_msg *m, int timeout_ms);
  * wire to each node with subscribers, and each subscriber's gateway
  * delivers it into each subscriber's channel, where gw_recv hands it out
  * as GW_MSG_PUBLISH (endpoint: the topic's id, gw_endpoint_id(topic);
- * node and sender: the publisher). Order holds per publisher, per
- * subscriber and per class; a subscriber gets what is published after its
- * subscription has reached the publisher's gateway. A subscriber that
- * falls behind (its channel full) is served by its policy: GW_SUB_HOLD,
- * as an endpoint (the publisher's lane waits dest_block_ms, then the
+ * node and sender: the publisher). Topics and endpoints are apart: a
+ * topic may have an endpoint's name. Order holds per publisher, per
+ * subscriber and per class.
+ *
+ * A subscriber gets what is published after its subscription has reached
+ * the publisher's gateway, and nothing published before, whatever its
+ * policy: a topic keeps no messages. gw_subscribe returns once its own
+ * gateway delivers to it; other gateways learn of it asynchronously, from
+ * that gateway's advertisement (within milliseconds on a LAN; counted
+ * subs_applied on the publisher's gateway, where `gwctl topics` lists the
+ * subscriber's node). Nothing in this API tells a publisher that it has
+ * arrived: what it publishes before then does not reach that subscriber,
+ * with no error and no REJECT (doc/api.md, "Topics").
+ *
+ * A subscriber that falls behind is served by its policy: GW_SUB_HOLD, as
+ * an endpoint (the publisher's lane waits dest_block_ms, then the
  * publisher gets a REJECT, -ENOBUFS); GW_SUB_LATEST, once it has 64
- * messages unread ([topics] latest_unread) the gateway keeps only the newest message per key for
- * it (the first 8 bytes of a message, or n with GW_SUB_LATEST_KEY(n))
- * until it reads again, and never holds the publisher. Publishing to a topic nobody subscribes to is not an
- * error. gw_subscribe again changes the policy.
+ * messages unread ([topics] latest_unread) or its channel is full, the
+ * gateway keeps only the newest message per key for it (the first 8
+ * bytes of a message, or n with GW_SUB_LATEST_KEY(n)) until it reads
+ * again, and never holds the publisher. GW_SUB_LATEST is no last-value
+ * cache: it conflates only what is queued for a subscriber that falls
+ * behind. A publication that reaches nobody (no subscriber anywhere, as
+ * far as the publisher's gateway knows) is not an error: no REJECT, and
+ * it is settled (gw_unconfirmed stops counting it) as soon as the gateway
+ * takes it from the channel. gw_subscribe again changes the policy.
  */
 #define GW_SUB_HOLD 0u
 #define GW_SUB_LATEST 1u
 #define GW_SUB_LATEST_KEY(n) (GW_SUB_LATEST | ((unsigned)(n) << 8)) /* n: 1..64 */
 
-/* 0, -EINVAL (name, policy), -EEXIST (another topic has its id), -ENOSPC
- * (too many topics, or subscribers of this one), -EPIPE. */
+/* 0, -EINVAL (a bad name, a name starting with '~', or a bad policy: a
+ * kind other than the two, a key over 64 bytes, GW_SUB_HOLD with a key
+ * length), -EEXIST (another topic the gateway knows has its id), -ENOSPC
+ * (1,024 topics known to the gateway, or 32 subscribers of this one),
+ * -EPIPE. */
 int gw_subscribe(struct gw_client *cl, const char *topic, unsigned policy);
-/* 0, or -ENOENT when this client does not subscribe to it. */
+/* 0, -EINVAL (a bad name, refused without asking the gateway), -ENOENT
+ * (this client does not subscribe to it, as for any '~' name), -EPIPE.
+ * On its return this client's gateway copies no more publications into
+ * it (a receiver lcore may finish the one it is copying); those already
+ * in the channel, or kept for a latest subscriber, still come from
+ * gw_recv. Other gateways learn of it when the topic has no subscriber
+ * left on this gateway, from its next advertisement. */
 int gw_unsubscribe(struct gw_client *cl, const char *topic);
-/* As gw_send_flags, to every subscriber of topic. */
+/* As gw_send_flags, to every subscriber of topic: 0, -EINVAL (a bad name
+ * or flags), -EMSGSIZE, -EAGAIN, -ETIMEDOUT, -EPIPE; never -EHOSTUNREACH.
+ * A '~' name is taken and reaches nobody (no one can subscribe to it). */
 int gw_publish(struct gw_client *cl, const char *topic, const void *buf, size_t len,
 	       int timeout_ms, unsigned flags);
 

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Types of the extension module (gridwire re-exports all of it).
+# Types of the extension module, gridwire._gridwire (gridwire re-exports all of it).
+# What the package adds in Python (connect, sub_latest_key, Kind, Result, NodeInfo, the
+# exceptions) is typed in gridwire/__init__.py itself, and gridwire.aio in aio.py.
+import os
 from typing import Any, Optional, Sequence, Union
 
 from . import Kind, NodeInfo, Result
@@ -49,7 +52,7 @@ class Message:
     def result(self) -> Union[bytes, memoryview]: ...
 
 class Client:
-    def __init__(self, path: Union[str, bytes]) -> None: ...
+    def __init__(self, path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]) -> None: ...
     @property
     def closed(self) -> bool: ...
     @property
