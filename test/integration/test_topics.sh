@@ -19,7 +19,7 @@
 # publications from half the writers, and one of two subscribers killed
 # in the middle: the other gets every message in its class and order; and
 # a mesh of 3 with two publishers.
-# gw-timeout: 120
+# gw-timeout: 180
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
