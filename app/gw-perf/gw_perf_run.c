@@ -322,6 +322,18 @@ static void drain_rejects(struct gw_client *cl, const struct perf_classes *c, st
 	COUNT(rejected, n);
 }
 
+/* Take REJECTs for ms milliseconds, or (settled) until the gateway has
+ * settled every send, whichever comes first. */
+static void listen_rejects(struct gw_client *cl, const struct perf_classes *c, struct ledger *l,
+			   unsigned ms, bool settled)
+{
+	for (uint64_t end = now_ns() + ms * 1000000ull;
+	     (!settled || gw_unconfirmed(cl)) && now_ns() < end;) {
+		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+		drain_rejects(cl, c, l);
+	}
+}
+
 /* --stats-period: one line on stderr every period, checked by the caller's loop. */
 static void progress(const struct opts *o, const char *what, uint64_t done, uint64_t total,
 		     uint64_t t0)
@@ -490,16 +502,8 @@ static int run_tx(const struct opts *o)
 		deaf = false;
 	}
 	drain_rejects(cl, &classes, &led);
-	for (uint64_t end = now_ns() + o->linger_ms * 1000000ull; now_ns() < end;) {
-		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
-		drain_rejects(cl, &classes, &led);
-	}
-	/* --settle-ms: until the gateway has settled every send, or MS have passed. */
-	for (uint64_t end = now_ns() + o->settle_ms * 1000000ull;
-	     gw_unconfirmed(cl) && now_ns() < end;) {
-		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
-		drain_rejects(cl, &classes, &led);
-	}
+	listen_rejects(cl, &classes, &led, o->linger_ms, false);
+	listen_rejects(cl, &classes, &led, o->settle_ms, true); /* --settle-ms */
 	if (o->ledger)
 		ledger_write(&led, o->ledger);
 	free(led.bits);
