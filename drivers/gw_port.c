@@ -186,6 +186,17 @@ static int make_bond(struct gw_port *p, char *err, size_t errlen)
 			    p->cfg->bond_mode);
 	p->port_id = (uint16_t)rc;
 	p->bonded = true;
+	if (p->cfg->bond_mode == BONDING_MODE_8023AD) {
+		/* The rest of LACP's timers stay the standard's: a switch
+		 * expects them. */
+		struct rte_eth_bond_8023ad_conf lacp;
+		rte_eth_bond_8023ad_conf_get(p->port_id, &lacp);
+		lacp.aggregate_wait_timeout_ms = p->cfg->lacp_wait_ms;
+		if (rte_eth_bond_8023ad_setup(p->port_id, &lacp) < 0)
+			return fail(err, errlen, -EINVAL,
+				    "[port] lacp_wait_ms = %u: the bond refused it (its line above says why)",
+				    p->cfg->lacp_wait_ms);
+	}
 	/* The bond's calls return -1 and log their reason themselves. */
 	for (unsigned i = 0; i < p->nmembers; i++)
 		if (rte_eth_bond_slave_add(p->port_id, p->members[i].port_id) < 0)

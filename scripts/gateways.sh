@@ -24,7 +24,7 @@ DIR=/run/gridwire/gateways
 running() { # NAME: its pid, if it runs
     local pid
     pid=$(cat "$DIR/$1.pid" 2>/dev/null) || return 1
-    kill -0 "$pid" 2>/dev/null && echo "$pid"
+    gw_alive "$pid" && echo "$pid"
 }
 
 cmd_up() {
@@ -81,7 +81,7 @@ cmd_down() {
         pid=$(running "$name") || continue
         kill -INT "$pid"
         for _ in $(seq 50); do
-            kill -0 "$pid" 2>/dev/null || break
+            gw_alive "$pid" || break
             sleep 0.1
         done
         kill -9 "$pid" 2>/dev/null || true

@@ -257,7 +257,7 @@ stop() { # index: power the guest off
     p=$(qpid "$g")
     [[ -n $p ]] || return 0
     monitor "$g" quit 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done
+    for _ in $(seq 50); do gw_alive "$p" || return 0; sleep 0.1; done
     kill -9 "$p" 2>/dev/null || true
 }
 

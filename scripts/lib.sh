@@ -132,6 +132,17 @@ gw_link() {
     esac
 }
 
+# gw_alive PID: PID runs. A process that has exited but is not reaped yet
+# (a zombie) does not: a gateway started in a command substitution is
+# reparented to init, which here reaps only every 2 s or so, and kill -0
+# alone would wait for that after every stop.
+gw_alive() {
+    local st
+    st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    st=${st##*) }
+    [[ ${st%% *} != Z ]]
+}
+
 _gw_stop_pid() {
     kill -9 "$1" 2>/dev/null || true
     # Reap our own child here, so bash does not report it "Killed".
@@ -144,7 +155,7 @@ _gw_stop_pid() {
 _gw_stop_gateway() {
     kill -INT "$1" 2>/dev/null || return 0
     for _ in $(seq 50); do
-        kill -0 "$1" 2>/dev/null || break
+        gw_alive "$1" || break
         sleep 0.1
     done
     _gw_stop_pid "$1"
@@ -210,7 +221,7 @@ gw_gateways_up() {
     gw_cleanup_push _gw_stop_gateway "$GW_PID_A"
     for _ in $(seq 300); do
         gw_peer_up "$work/alpha.log" && gw_peer_up "$work/beta.log" && return 0
-        if ! kill -0 "$GW_PID_A" 2>/dev/null || ! kill -0 "$GW_PID_B" 2>/dev/null; then
+        if ! gw_alive "$GW_PID_A" || ! gw_alive "$GW_PID_B"; then
             cat "$work/alpha.log" "$work/beta.log" >&2
             gw_die "a gateway did not start"
         fi
@@ -240,7 +251,7 @@ gw_restart_alpha() {
 gw_gateways_down() {
     kill -INT "$GW_PID_A" "$GW_PID_B" 2>/dev/null || true
     for _ in $(seq 100); do
-        kill -0 "$GW_PID_A" 2>/dev/null || kill -0 "$GW_PID_B" 2>/dev/null || return 0
+        gw_alive "$GW_PID_A" || gw_alive "$GW_PID_B" || return 0
         sleep 0.1
     done
     gw_log "a gateway did not stop in 10 s"

@@ -56,7 +56,7 @@ struct gw_key {
 enum {
 	GW_K_EAL_ARGS,
 	GW_K_ID, GW_K_NAME, GW_K_SOCKET, GW_K_SOCKET_MODE, GW_K_SOCKET_GROUP, GW_K_PEERS,
-	GW_K_KIND, GW_K_MEMBERS, GW_K_BOND_MODE, GW_K_MTU, GW_K_IP, GW_K_UDP_PORT, GW_K_MBUFS,
+	GW_K_KIND, GW_K_MEMBERS, GW_K_BOND_MODE, GW_K_LACP_WAIT, GW_K_MTU, GW_K_IP, GW_K_UDP_PORT, GW_K_MBUFS,
 	GW_K_WINDOW, GW_K_RTO_MIN, GW_K_RTO_MAX, GW_K_BATCH_MAX, GW_K_HELLO, GW_K_PEER_TIMEOUT,
 	GW_K_CC_CONTROL, GW_K_CC_TARGET,
 	GW_K_DSCP_URGENT, GW_K_DSCP_BULK, GW_K_PCP_URGENT,
@@ -175,6 +175,7 @@ static const struct gw_key gw_keys[GW_NKEYS] = {
 	[GW_K_KIND] = GW_CHOICE("port", "kind", port_kind, gw_kinds),
 	[GW_K_MEMBERS] = GW_OWN("port", "members", gw_parse_members),
 	[GW_K_BOND_MODE] = GW_CHOICE("port", "bond_mode", bond_mode, gw_bond_modes),
+	[GW_K_LACP_WAIT] = GW_NUM("port", "lacp_wait_ms", lacp_wait_ms, 10, 10000),
 	[GW_K_MTU] = GW_NUM("port", "mtu", mtu, 1500, 9000),
 	[GW_K_IP] = GW_OWN("port", "ip", gw_parse_ip),
 	[GW_K_UDP_PORT] = GW_NUM("port", "udp_port", udp_port, 1024, 65535),
@@ -705,6 +706,13 @@ static int gw_check(struct gw_load *ld)
 	if (cfg->port_kind == GW_PORT_PARALLEL && ld->origin[GW_K_BOND_MODE])
 		return gw_key_err(ld, gw_blame(ld, GW_K_KIND, GW_K_BOND_MODE), NULL, -EINVAL,
 				  "bond_mode is for kind bond: kind parallel has no bond and no LACP, remove bond_mode");
+	/* Only LACP waits; a file that names another mode and the wait is
+	 * confused. (A kind other than bond may keep it: a demo file turns
+	 * parallel by --set port.kind alone.) */
+	if (ld->origin[GW_K_BOND_MODE] && cfg->bond_mode != 4 && ld->origin[GW_K_LACP_WAIT])
+		return gw_key_err(ld, gw_blame(ld, GW_K_BOND_MODE, GW_K_LACP_WAIT), NULL, -EINVAL,
+				  "lacp_wait_ms is for bond_mode 4 (LACP): bond_mode %u has nothing to wait for, remove lacp_wait_ms",
+				  cfg->bond_mode);
 	if (cfg->fault_member != GW_CONFIG_ALL_MEMBERS && cfg->fault_member >= cfg->nmembers)
 		return gw_key_err(ld, gw_blame(ld, GW_K_FAULT_MEMBER, GW_K_MEMBERS), NULL, -EINVAL,
 				  "fault member %u: the port has members 0..%u", cfg->fault_member,
@@ -759,6 +767,7 @@ void gw_config_defaults(struct gw_config *cfg)
 	snprintf(cfg->members[0], sizeof(cfg->members[0]), "veth0");
 	cfg->nmembers = 1;
 	cfg->bond_mode = 4;
+	cfg->lacp_wait_ms = 2000;
 	cfg->mtu = 9000;
 	cfg->udp_port = 47000;
 	cfg->mbufs = 8192;

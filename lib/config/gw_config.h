@@ -56,6 +56,7 @@ struct gw_config {
 	char members[GW_CONFIG_MAX_MEMBERS][GW_MEMBER_MAX];
 	unsigned nmembers;
 	unsigned bond_mode;      /* 0, 2 or 4 (kind = bond only) */
+	unsigned lacp_wait_ms;   /* bond_mode 4: 802.1AX Aggregate_Wait_Time */
 	unsigned mtu;            /* IP MTU, 1500..9000 */
 	uint32_t ip;             /* host order */
 	uint16_t udp_port;

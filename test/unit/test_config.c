@@ -76,6 +76,7 @@ static void test_defaults(void)
 	CU_ASSERT_EQUAL(cfg.nmembers, 1);
 	CU_ASSERT_STRING_EQUAL(cfg.members[0], "veth0");
 	CU_ASSERT_EQUAL(cfg.bond_mode, 4);
+	CU_ASSERT_EQUAL(cfg.lacp_wait_ms, 2000);
 	CU_ASSERT_EQUAL(cfg.mtu, 9000);
 	CU_ASSERT_EQUAL(cfg.ip, IP4(198, 18, 0, 1));
 	CU_ASSERT_EQUAL(cfg.udp_port, 47000);
@@ -287,6 +288,8 @@ static const struct bad_value bad_values[] = {
 	{ "port", "bond_mode", "3" },
 	{ "port", "bond_mode", "5" },
 	{ "port", "bond_mode", "lacp" },
+	{ "port", "lacp_wait_ms", "9" },
+	{ "port", "lacp_wait_ms", "10001" },
 	{ "port", "mtu", "1499" },
 	{ "port", "mtu", "9001" },
 	{ "port", "ip", "198.18.0" },
@@ -431,6 +434,13 @@ static void test_cross_key_errors(void)
 	CU_ASSERT_EQUAL(gw_config_load(&cfg, GW_SOURCE_DIR "/config/demo-a.ini", par, 1, NULL, err,
 				       sizeof(err)), 0);
 	CU_ASSERT_EQUAL(cfg.port_kind, GW_PORT_PARALLEL);
+	CU_ASSERT_EQUAL(cfg.lacp_wait_ms, 100);
+	/* LACP's wait, only where LACP runs. */
+	char *xor[] = { "port.bond_mode=2" };
+	assert_refused(load_text(&cfg, "[port]\nlacp_wait_ms = 100\n", xor, 1),
+		       "--set port.bond_mode=2: lacp_wait_ms is for bond_mode 4");
+	CU_ASSERT_EQUAL(load_text(&cfg, "[port]\nbond_mode = 4\nlacp_wait_ms = 10\n", NULL, 0), 0);
+	CU_ASSERT_EQUAL(cfg.lacp_wait_ms, 10);
 	/* [fault] member: all (the default) or one of the members. */
 	CU_ASSERT_EQUAL(cfg.fault_member, GW_CONFIG_ALL_MEMBERS);
 	CU_ASSERT_EQUAL(load_text(&cfg, "[port]\nmembers = a,b\n[fault]\nmember = 1\n", NULL, 0), 0);
@@ -505,7 +515,7 @@ static void test_unknown_names(void)
 	struct gw_config cfg;
 
 	assert_refused(load_text(&cfg, "[port]\nmtuu = 9000\n", NULL, 0),
-		       "unknown key [port] mtuu; known keys: kind, members, bond_mode, mtu, ip, udp_port, mbufs");
+		       "unknown key [port] mtuu; known keys: kind, members, bond_mode, lacp_wait_ms, mtu, ip, udp_port, mbufs");
 	assert_refused(load_text(&cfg, "[portt]\nmtu = 9000\n", NULL, 0),
 		       "unknown section [portt]; known sections: eal, node, port, proto, cc, qos, chan, topics, idle");
 	assert_refused(load_text(&cfg, "[extra]\n", NULL, 0), "unknown section [extra]");
