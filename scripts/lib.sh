@@ -138,7 +138,7 @@ gw_link() {
 # alone would wait for that after every stop.
 gw_alive() {
     local st
-    st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    read -r st 2>/dev/null <"/proc/$1/stat" || return 1
     st=${st##*) }
     [[ ${st%% *} != Z ]]
 }
